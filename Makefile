@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# pmidx top-level build.
+#
+#   make              module (against the target Debian kernel), tools, tests
+#   make check        check-user + check-vm, ends with "N passed, N failed"
+#   make compat-check the module against Debian's 6.12 headers as well
+#
+# Out-of-tree kbuild runs in this directory (Kbuild); everything else
+# goes to build/.
+
+KVER	?= $(shell tools/kver.sh)
+KDIR	?= /lib/modules/$(KVER)/build
+KDIR612	?= $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
+B	:= build
+BIN	:= $(B)/bin
+
+CC	?= gcc
+CFLAGS	?= -O2 -g
+CFLAGS	+= -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
+	   -Wno-missing-field-initializers
+CPPFLAGS += -I uapi
+NL_CFLAGS = $(shell pkg-config --cflags libnl-genl-3.0)
+NL_LIBS	  = $(shell pkg-config --libs libnl-genl-3.0)
+
+KSFT_DIR := $(B)/kselftest
+KSFT_HDR := $(KSFT_DIR)/kselftest_harness.h
+
+PMIDXCTL_SRC := $(wildcard tools/pmidxctl/*.c)
+SELFTEST_SRC := $(wildcard selftests/vm/*.c)
+SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
+
+.PHONY: all module tools selftests deps check check-user check-vm \
+	compat-check checkpatch clean demo
+all: module tools selftests
+
+deps:
+	@tools/install-deps
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# Build a copy of the module sources against the 6.12 headers, so the
+# compat header is exercised without disturbing the 6.1 objects.
+compat-check:
+	@test -n "$(KDIR612)" || { echo "compat-check: no 6.12 headers (make deps)"; exit 1; }
+	@rm -rf $(B)/compat-6.12 && mkdir -p $(B)/compat-6.12
+	@cp -r Kbuild kmod uapi $(B)/compat-6.12/
+	@find $(B)/compat-6.12 -name '*.o' -o -name '*.cmd' -o -name '*.mod*' | xargs rm -f
+	$(MAKE) -C $(KDIR612) M=$(CURDIR)/$(B)/compat-6.12 modules
+	@echo "compat-check: pmidx.ko builds against $(notdir $(KDIR612))"
+
+tools: $(BIN)/pmidxctl
+
+$(BIN)/pmidxctl: $(PMIDXCTL_SRC) $(wildcard tools/pmidxctl/*.h) uapi/linux/pmidx.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(NL_CFLAGS) $(PMIDXCTL_SRC) -o $@ $(NL_LIBS)
+
+# kselftest headers come from Debian's linux-source at build time (GPL-2.0,
+# never committed).
+$(KSFT_HDR):
+	tools/fetch-kernel-files $(KSFT_DIR)
+
+selftests: $(SELFTEST_BIN)
+
+$(BIN)/selftests/%: selftests/vm/%.c $(KSFT_HDR) uapi/linux/pmidx.h $(wildcard selftests/vm/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -I $(KSFT_DIR) -I selftests/vm $(CFLAGS) \
+		-Wno-unused-function $(NL_CFLAGS) $< -o $@ $(NL_LIBS) -lpthread
+
+checkpatch: $(KSFT_HDR)
+	$(KSFT_DIR)/checkpatch.pl --no-tree --terse --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f $(shell find kmod uapi -name '*.[ch]')
+
+check-user: tools
+	@tools/run-suites user
+
+check-vm: all
+	@tools/run-suites vm
+
+check: deps
+	@$(MAKE) --no-print-directory all compat-check
+	@tools/run-suites all
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean || true
+	rm -rf $(B)

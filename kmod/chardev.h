@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _PMIDX_CHARDEV_H
+#define _PMIDX_CHARDEV_H
+
+struct pmidx_pool_dev;
+
+int pmidx_chardev_register(struct pmidx_pool_dev *d);
+void pmidx_chardev_unregister(struct pmidx_pool_dev *d);
+
+#endif /* _PMIDX_CHARDEV_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Persistent chunk allocator. See alloc.c for the crash-safety argument.
+ */
+#ifndef _PMIDX_ALLOC_H
+#define _PMIDX_ALLOC_H
+
+#include <linux/types.h>
+#include <linux/spinlock.h>
+#include <linux/list.h>
+#include <linux/atomic.h>
+#include <linux/percpu.h>
+#include "pmem.h"
+#include "pmidx_format.h"
+
+/* Size classes 256 B .. 128 KiB; anything larger is a run of chunks. */
+#define PMIDX_NR_CLASSES	10
+#define PMIDX_CLASS_MAX_SIZE	(PMIDX_MIN_OBJ << (PMIDX_NR_CLASSES - 1))
+
+enum pmidx_chunk_state {
+	PMIDX_CS_FREE,		/* in the free map */
+	PMIDX_CS_ACTIVE,	/* a CPU allocates from it */
+	PMIDX_CS_PARTIAL,	/* on its class's partial list */
+	PMIDX_CS_FULL,		/* no free slot, on no list */
+	PMIDX_CS_RUN,		/* head or tail of a multi-chunk object */
+};
+
+/**
+ * struct pmidx_chunk - DRAM state of one data chunk
+ * @lock:    protects every field below (lock order: cpu cache, class, chunk)
+ * @type:    enum pmidx_chunk_type, mirrors the persistent descriptor
+ * @class:   size class of a SLAB chunk
+ * @state:   enum pmidx_chunk_state
+ * @dirty:   changed since the headers were last written back
+ * @nr_used: objects in use (1 for a live RUN head)
+ * @hint:    slot where the next search starts
+ * @run:     chunks in a RUN (head only)
+ * @node:    entry in the class's partial list
+ * @bitmap:  slot allocation bitmap (SLAB)
+ */
+struct pmidx_chunk {
+	spinlock_t		lock;
+	u8			type;
+	u8			class;
+	u8			state;
+	bool			dirty;
+	u32			nr_used;
+	u32			hint;
+	u32			run;
+	struct list_head	node;
+	unsigned long		bitmap[BITS_TO_LONGS(PMIDX_SLOTS_MAX)];
+};
+
+struct pmidx_alloc_class {
+	spinlock_t		lock;		/* protects partial */
+	struct list_head	partial;
+};
+
+struct pmidx_alloc_cpu {
+	spinlock_t		lock;		/* protects active */
+	struct pmidx_chunk	*active[PMIDX_NR_CLASSES];
+};
+
+struct pmidx_alloc_stats {
+	u64	used_bytes;
+	u64	objects;
+	u64	free_chunks;
+	u64	total_chunks;
+};
+
+/**
+ * struct pmidx_alloc - allocator of one pool
+ * @pm:         the pool's pmem mapping
+ * @hdrs:       persistent chunk headers
+ * @data_off:   pool offset of chunk 0
+ * @nr_chunks:  data chunks
+ * @chunks:     DRAM state, one per chunk
+ * @free_lock:  protects @free_map and @free_chunks
+ * @free_map:   bit set = chunk in use (slab, run)
+ * @classes:    per size class partial lists
+ * @pcpu:       per-CPU active chunks
+ * @used_bytes, @objects: accounting of live objects
+ * @tracing:    recovery trace in progress: marks accepted, allocs refused
+ */
+struct pmidx_alloc {
+	struct pmidx_pmem		*pm;
+	struct pmidx_chunk_hdr		*hdrs;
+	u64				data_off;
+	u32				nr_chunks;
+	struct pmidx_chunk		*chunks;
+	spinlock_t			free_lock;
+	unsigned long			*free_map;
+	u32				free_chunks;
+	struct pmidx_alloc_class	classes[PMIDX_NR_CLASSES];
+	struct pmidx_alloc_cpu __percpu	*pcpu;
+	atomic64_t			used_bytes;
+	atomic64_t			objects;
+	bool				tracing;
+};
+
+int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
+		     u64 hdr_off, u64 data_off, u32 nr_chunks);
+void pmidx_alloc_destroy(struct pmidx_alloc *a);
+
+int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why);
+int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why);
+int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off);
+void pmidx_alloc_trace_end(struct pmidx_alloc *a);
+void pmidx_alloc_writeback(struct pmidx_alloc *a);
+void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);
+
+u64 pmidx_alloc(struct pmidx_alloc *a, size_t size);
+void pmidx_free(struct pmidx_alloc *a, u64 off);
+size_t pmidx_alloc_size(struct pmidx_alloc *a, u64 off);
+bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len);
+void pmidx_alloc_get_stats(struct pmidx_alloc *a, struct pmidx_alloc_stats *s);
+
+#endif /* _PMIDX_ALLOC_H */

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _PMIDX_INDEX_TABLE_H
+#define _PMIDX_INDEX_TABLE_H
+
+#include "pool.h"
+
+void pmidx_index_table_format(struct pmidx_pmem *pm);
+int pmidx_index_table_load(struct pmidx_pool *pool, const char **why);
+void pmidx_index_table_unload(struct pmidx_pool *pool);
+
+#endif /* _PMIDX_INDEX_TABLE_H */

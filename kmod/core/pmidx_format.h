@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * On-media format of a pmidx pool. Everything here is little-endian and
+ * addressed by byte offsets from the start of the pool, so an image is
+ * position independent: the kernel maps it with dax_direct_access(), the
+ * userspace build with mmap(), and both read the same bytes.
+ *
+ *   0        4K       8K            16K               data_off
+ *   +--------+--------+-------------+-----------------+---------------...
+ *   | sb A   | sb B   | index table | chunk headers   | chunks (chunk_size)
+ *   +--------+--------+-------------+-----------------+---------------...
+ *
+ * Superblock: two copies, updated alternately with a rising sequence
+ * number; attach picks the valid copy with the highest one, so a torn
+ * superblock write can never lose the pool.
+ *
+ * Index table: PMIDX_MAX_INDEXES entries; an entry becomes live by one
+ * 8-byte store of its commit word after the rest of it is persistent.
+ *
+ * Chunk headers: one per data chunk. The 8-byte descriptor word says what
+ * the chunk holds and is updated atomically and persisted before any
+ * object in the chunk is handed out. The allocation bitmap and counts
+ * are written back only at clean detach (see alloc.c for why that is
+ * crash-safe).
+ *
+ * Offset 0 is never a valid object, so 0 serves as the null offset.
+ */
+#ifndef _PMIDX_FORMAT_H
+#define _PMIDX_FORMAT_H
+
+#include <linux/types.h>
+#include <linux/build_bug.h>
+#include <linux/pmidx.h>
+
+#define PMIDX_SB_MAGIC		0x4c4f4f5058444d50ULL	/* "PMDXPOOL" */
+#define PMIDX_FORMAT_VERSION	1
+#define PMIDX_SB_COPIES		2
+#define PMIDX_SB_STRIDE		4096
+
+/* Incompatible features: an attach that does not know one must refuse. */
+#define PMIDX_FEAT_INCOMPAT_SUPP	0ULL
+/* Read-only compatible features (none yet). */
+#define PMIDX_FEAT_RO_COMPAT_SUPP	0ULL
+
+#define PMIDX_CHUNK_SHIFT	18			/* 256 KiB chunks */
+#define PMIDX_CHUNK_SIZE	(1U << PMIDX_CHUNK_SHIFT)
+#define PMIDX_MIN_OBJ_SHIFT	8			/* 256-byte classes */
+#define PMIDX_MIN_OBJ		(1U << PMIDX_MIN_OBJ_SHIFT)
+#define PMIDX_SLOTS_MAX		(PMIDX_CHUNK_SIZE / PMIDX_MIN_OBJ)
+#define PMIDX_INDEX_TABLE_OFF	(PMIDX_SB_COPIES * PMIDX_SB_STRIDE)
+#define PMIDX_INDEX_ENTRY_SIZE	128
+#define PMIDX_CHUNK_HDR_OFF	(16 * 1024)
+#define PMIDX_CHUNK_HDR_SIZE	256
+
+/* Smallest pool: metadata plus a handful of chunks. */
+#define PMIDX_MIN_POOL_SIZE	(8ULL << 20)
+
+struct pmidx_sb {
+	__le64	magic;
+	__le32	version;
+	__le32	sb_size;		/* sizeof(struct pmidx_sb) */
+	__le64	seq;			/* highest valid copy wins */
+	__u8	uuid[16];
+	__le64	size;			/* bytes of the pool */
+	__le64	feat_incompat;
+	__le64	feat_ro_compat;
+	__le64	feat_compat;
+	__le32	chunk_size;
+	__le32	nr_chunks;
+	__le64	index_table_off;
+	__le32	index_slots;
+	__le32	index_entry_size;
+	__le64	chunk_hdr_off;
+	__le64	data_off;
+	__le64	format_time;		/* seconds since the epoch */
+	__le64	attach_count;
+	__le32	clean;			/* 1: detached cleanly, allocator state valid */
+	__le32	crc;			/* crc32c of everything above */
+};
+
+/*
+ * Index table entry. @commit is written last, by a single 8-byte store:
+ * PMIDX_INDEX_LIVE plus the entry's generation. Everything else is
+ * persistent before that, so a crash never leaves a half-made index.
+ */
+#define PMIDX_INDEX_LIVE	0x4556494c00000000ULL	/* "\0\0\0\0LIVE" */
+#define PMIDX_INDEX_LIVE_MASK	0xffffffff00000000ULL
+
+struct pmidx_index_entry {
+	char	name[64];		/* NUL-padded */
+	__le64	root;			/* pool offset of the engine's root object */
+	__le64	create_seq;
+	__le32	engine;			/* enum pmidx_engine_id */
+	__le32	name_len;
+	__le32	flags;
+	__le32	crc;			/* crc32c of name..flags */
+	__u8	reserved[24];
+	__le64	commit;
+};
+
+/*
+ * Chunk descriptor word (atomic, always valid):
+ *   63..56 PMIDX_CHUNK_DESC_MAGIC, 55..48 type, 47..40 class,
+ *   39..8 run length in chunks (RUN heads), 7..0 xor of bytes 1..7.
+ * An all-zero word is a free chunk (what format writes).
+ */
+#define PMIDX_CHUNK_DESC_MAGIC	0xa5
+enum pmidx_chunk_type {
+	PMIDX_CHUNK_FREE = 0,
+	PMIDX_CHUNK_SLAB = 1,		/* objects of one size class */
+	PMIDX_CHUNK_RUN = 2,		/* head of a multi-chunk object */
+	PMIDX_CHUNK_RUN_TAIL = 3,	/* continuation of a RUN */
+};
+
+struct pmidx_chunk_hdr {
+	__le64	desc;
+	__le32	live;			/* objects in use (clean detach only) */
+	__le32	crc;			/* of desc, live, bitmap (clean only) */
+	__le64	reserved[2];
+	__le64	bitmap[PMIDX_SLOTS_MAX / 64];	/* clean detach only */
+	__u8	pad[96];
+};
+
+static inline void pmidx_format_static_checks(void)
+{
+	BUILD_BUG_ON(sizeof(struct pmidx_sb) != 136);
+	BUILD_BUG_ON(sizeof(struct pmidx_sb) > PMIDX_SB_STRIDE);
+	BUILD_BUG_ON(sizeof(struct pmidx_index_entry) != PMIDX_INDEX_ENTRY_SIZE);
+	BUILD_BUG_ON(sizeof(struct pmidx_chunk_hdr) != PMIDX_CHUNK_HDR_SIZE);
+	BUILD_BUG_ON(PMIDX_INDEX_TABLE_OFF + 64 * PMIDX_INDEX_ENTRY_SIZE >
+		     PMIDX_CHUNK_HDR_OFF);
+}
+
+#endif /* _PMIDX_FORMAT_H */

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Pool lifecycle: format, open (attach), close (detach), and recovery.
+ *
+ * Attach after a clean detach trusts the written-back allocator state.
+ * Attach after a crash (clean flag not set) runs recovery: the allocator
+ * forgets every allocation and the roots are traced, so whatever was
+ * allocated but never linked is free again. Either way the superblock is
+ * then rewritten with clean = 0 before the pool is used, so a crash from
+ * here on is recognised at the next attach.
+ */
+#include <linux/errno.h>
+#include <linux/ktime.h>
+#include <linux/printk.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include "pool.h"
+#include "index_table.h"
+#include "super.h"
+
+static int pmem_init(struct pmidx_pmem *pm, void *base, u64 size, bool eadr)
+{
+	pm->base = base;
+	pm->size = size;
+	pm->eadr = eadr;
+	pm->stats = alloc_percpu(struct pmidx_pmem_stats);
+	return pm->stats ? 0 : -ENOMEM;
+}
+
+void pmidx_pmem_sum_stats(const struct pmidx_pmem *pm,
+			  struct pmidx_pmem_stats *sum)
+{
+	int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_possible_cpu(cpu) {
+		const struct pmidx_pmem_stats *s = per_cpu_ptr(pm->stats, cpu);
+
+		sum->flushes += READ_ONCE(s->flushes);
+		sum->fences += READ_ONCE(s->fences);
+	}
+}
+
+/**
+ * pmidx_pool_format - write an empty pool over [@base, @base + @size)
+ * @force: overwrite an existing pool
+ *
+ * Persistence order: index table and chunk headers first, then both
+ * superblock copies; a crash before the superblocks leaves no pool.
+ */
+int pmidx_pool_format(void *base, u64 size, bool force, const char **why)
+{
+	struct pmidx_pmem pm;
+	struct pmidx_sb sb = {};
+	unsigned int slot = PMIDX_SB_COPIES - 1;
+	int ret;
+
+	pmidx_format_static_checks();
+	ret = pmem_init(&pm, base, size, false);
+	if (ret)
+		return ret;
+	if (!force && pmidx_sb_present(&pm)) {
+		*why = "device already holds a pmidx pool (use --force)";
+		ret = -EEXIST;
+		goto out;
+	}
+	ret = pmidx_sb_geometry(&sb, size);
+	if (ret) {
+		*why = "device too small for a pool";
+		goto out;
+	}
+	/* Old superblocks go first so a torn format is never attachable. */
+	pmidx_memset_persist(&pm, base, 0, PMIDX_SB_COPIES * PMIDX_SB_STRIDE);
+	pmidx_index_table_format(&pm);
+	pmidx_alloc_format(&pm, PMIDX_CHUNK_HDR_OFF, le32_to_cpu(sb.nr_chunks));
+
+	sb.magic = cpu_to_le64(PMIDX_SB_MAGIC);
+	sb.version = cpu_to_le32(PMIDX_FORMAT_VERSION);
+	generate_random_uuid(sb.uuid);
+	sb.format_time = cpu_to_le64(ktime_get_real_seconds());
+	sb.clean = cpu_to_le32(1);
+	pmidx_sb_write(&pm, &sb, &slot);
+	pmidx_sb_write(&pm, &sb, &slot);
+out:
+	free_percpu(pm.stats);
+	return ret;
+}
+
+/* Mark every object reachable from the pool's roots. */
+static int pool_trace(struct pmidx_pool *pool, const char **why)
+{
+	unsigned int i;
+	int ret;
+
+	ret = pmidx_alloc_trace_begin(&pool->alloc, why);
+	if (ret)
+		return ret;
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		struct pmidx_index *idx = pool->indexes[i];
+
+		if (!idx)
+			continue;
+		ret = pmidx_alloc_mark(&pool->alloc, idx->root);
+		if (ret) {
+			pr_err("pmidx: index %u root %#llx is not an object\n",
+			       i, idx->root);
+			*why = "index root does not point to an allocated object";
+			return ret;
+		}
+		pool->recovered_objects++;
+	}
+	pmidx_alloc_trace_end(&pool->alloc);
+	return 0;
+}
+
+static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
+{
+	u64 start = ktime_get_ns();
+	int ret;
+
+	if (clean) {
+		ret = pmidx_alloc_load_clean(&pool->alloc, why);
+		if (!ret)
+			goto done;
+		if (ret != -EUCLEAN)
+			return ret;
+		/* Inconsistent written-back state: repair by tracing. */
+	}
+	ret = pool_trace(pool, why);
+	if (ret)
+		return ret;
+	pool->flags |= PMIDX_POOL_F_RECOVERED;
+done:
+	pool->recovery_ns = ktime_get_ns() - start;
+	return 0;
+}
+
+/**
+ * pmidx_pool_open - attach the pool mapped at @base
+ * @size: bytes mapped (the device size)
+ * @eadr: elide cache-line flushes (persistence domain includes caches)
+ *
+ * Return: the pool, or an ERR_PTR with *why set.
+ */
+struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
+				   const char **why)
+{
+	struct pmidx_pool *pool;
+	bool clean;
+	int ret;
+
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+	mutex_init(&pool->lock);
+	ret = pmem_init(&pool->pm, base, size, eadr);
+	if (ret)
+		goto err_free;
+	if (eadr)
+		pool->flags |= PMIDX_POOL_F_EADR;
+
+	ret = pmidx_sb_read(&pool->pm, &pool->sb, &pool->sb_slot, why);
+	if (ret)
+		goto err_pmem;
+	ret = pmidx_alloc_init(&pool->alloc, &pool->pm,
+			       le64_to_cpu(pool->sb.chunk_hdr_off),
+			       le64_to_cpu(pool->sb.data_off),
+			       le32_to_cpu(pool->sb.nr_chunks));
+	if (ret)
+		goto err_pmem;
+	pool->itable = pmidx_ptr(&pool->pm, le64_to_cpu(pool->sb.index_table_off));
+	ret = pmidx_index_table_load(pool, why);
+	if (ret)
+		goto err_alloc;
+
+	clean = le32_to_cpu(pool->sb.clean) == 1;
+	ret = pool_recover(pool, clean, why);
+	if (ret)
+		goto err_indexes;
+
+	pool->sb.clean = 0;
+	pool->sb.attach_count = cpu_to_le64(le64_to_cpu(pool->sb.attach_count) + 1);
+	pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
+	return pool;
+
+err_indexes:
+	pmidx_index_table_unload(pool);
+err_alloc:
+	pmidx_alloc_destroy(&pool->alloc);
+err_pmem:
+	free_percpu(pool->pm.stats);
+err_free:
+	kfree(pool);
+	return ERR_PTR(ret);
+}
+
+/**
+ * pmidx_pool_close - detach: write back allocator state, mark clean, free
+ *
+ * Context: no index of the pool is in use.
+ */
+void pmidx_pool_close(struct pmidx_pool *pool)
+{
+	mutex_lock(&pool->lock);
+	if (!pool->needs_trace) {
+		pmidx_alloc_writeback(&pool->alloc);
+		pool->sb.clean = cpu_to_le32(1);
+		pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
+	}
+	mutex_unlock(&pool->lock);
+	pmidx_index_table_unload(pool);
+	pmidx_alloc_destroy(&pool->alloc);
+	free_percpu(pool->pm.stats);
+	kfree(pool);
+}
+
+void pmidx_pool_stats(struct pmidx_pool *pool, u64 *vals)
+{
+	struct pmidx_alloc_stats as;
+	struct pmidx_pmem_stats ps;
+
+	pmidx_alloc_get_stats(&pool->alloc, &as);
+	pmidx_pmem_sum_stats(&pool->pm, &ps);
+	vals[PMIDX_STAT_ALLOC_USED_BYTES] = as.used_bytes;
+	vals[PMIDX_STAT_ALLOC_OBJECTS] = as.objects;
+	vals[PMIDX_STAT_ALLOC_FREE_CHUNKS] = as.free_chunks;
+	vals[PMIDX_STAT_ALLOC_TOTAL_CHUNKS] = as.total_chunks;
+	vals[PMIDX_STAT_CHUNK_SIZE] = PMIDX_CHUNK_SIZE;
+	vals[PMIDX_STAT_RECOVERY_NS] = pool->recovery_ns;
+	vals[PMIDX_STAT_RECOVERED_OBJECTS] = pool->recovered_objects;
+	vals[PMIDX_STAT_FLUSHES] = ps.flushes;
+	vals[PMIDX_STAT_FENCES] = ps.fences;
+	vals[PMIDX_STAT_PM_BYTES] = le64_to_cpu(pool->sb.size);
+	vals[PMIDX_STAT_DRAM_BYTES] = sizeof(*pool) +
+		(u64)pool->alloc.nr_chunks * sizeof(struct pmidx_chunk);
+}
+
+void pmidx_index_stats(struct pmidx_index *idx, u64 *vals)
+{
+	vals[PMIDX_STAT_PM_BYTES] = PMIDX_INDEX_ROOT_SIZE;
+	vals[PMIDX_STAT_DRAM_BYTES] = sizeof(*idx);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * pmidx: crash-consistent ordered key-value indexes on persistent memory.
+ *
+ * This header is the only ABI shared by the kernel module and userspace:
+ * the generic-netlink admin family and the per-pool char device commands.
+ *
+ * Conventions:
+ *  - Every struct has explicit sizes and no implicit padding; reserved
+ *    fields must be zero or the kernel answers -EINVAL, so the ABI can grow.
+ *  - Errors are negative errno values; netlink errors carry an extack
+ *    message naming the offending attribute.
+ */
+#ifndef _UAPI_LINUX_PMIDX_H
+#define _UAPI_LINUX_PMIDX_H
+
+#include <linux/types.h>
+
+/* ---- Limits ---------------------------------------------------------- */
+
+#define PMIDX_NAME_MAX		63	/* index name, without the NUL */
+#define PMIDX_PATH_MAX		255	/* device path, without the NUL */
+#define PMIDX_KEY_MAX		255	/* key bytes (keys are 1..255 bytes) */
+#define PMIDX_VALUE_MAX		65536	/* value bytes (0..65536) */
+#define PMIDX_MAX_INDEXES	64	/* index table slots per pool */
+
+/* ---- Engines --------------------------------------------------------- */
+
+enum pmidx_engine_id {
+	PMIDX_ENGINE_NONE = 0,
+	PMIDX_ENGINE_CCL = 1,		/* CCL-BTree (default) */
+	PMIDX_ENGINE_UTREE = 2,		/* uTree */
+	PMIDX_ENGINE_B3 = 3,		/* B^3-tree */
+	PMIDX_ENGINE_LODGE = 4,		/* LodgeTree */
+	PMIDX_ENGINE_PFART = 5,		/* PFtree (persistent-leaf ART) */
+	__PMIDX_ENGINE_MAX,
+};
+
+/* ---- Generic netlink admin family ------------------------------------ */
+
+#define PMIDX_GENL_NAME		"pmidx"
+#define PMIDX_GENL_VERSION	1
+#define PMIDX_GENL_MCGRP_EVENTS	"events"
+
+enum pmidx_cmd_id {
+	PMIDX_CMD_UNSPEC,
+	PMIDX_CMD_FORMAT,	/* DEV_PATH, [FORCE] */
+	PMIDX_CMD_ATTACH,	/* DEV_PATH -> POOL nest */
+	PMIDX_CMD_DETACH,	/* POOL_ID or POOL_NAME or DEV_PATH */
+	PMIDX_CMD_LIST,		/* dump: one POOL nest per pool, INDEX nests inside */
+	PMIDX_CMD_CREATE_INDEX,	/* INDEX_NAME, [ENGINE], [pool selector] -> INDEX nest */
+	PMIDX_CMD_DROP_INDEX,	/* INDEX_NAME, [pool selector] */
+	PMIDX_CMD_STATS,	/* dump: [INDEX_NAME], [pool selector] -> POOL/INDEX nests */
+	PMIDX_CMD_ALLOC_TEST,	/* allocator exercise, see PMIDX_ATTR_TEST_* */
+	/* multicast notifications on the "events" group */
+	PMIDX_CMD_EVENT_ATTACHED,
+	PMIDX_CMD_EVENT_DETACHED,
+	__PMIDX_CMD_MAX,
+};
+#define PMIDX_CMD_MAX (__PMIDX_CMD_MAX - 1)
+
+enum pmidx_attr {
+	PMIDX_ATTR_UNSPEC,
+	PMIDX_ATTR_DEV_PATH,		/* string: /dev/pmemN */
+	PMIDX_ATTR_FORCE,		/* flag: format over an existing pool */
+	PMIDX_ATTR_POOL_ID,		/* u32: N of /dev/pmidxN */
+	PMIDX_ATTR_POOL_NAME,		/* string: "pmidxN" */
+	PMIDX_ATTR_POOL_UUID,		/* binary, 16 bytes */
+	PMIDX_ATTR_POOL_SIZE,		/* u64: bytes managed by the pool */
+	PMIDX_ATTR_POOL_FLAGS,		/* u32: PMIDX_POOL_F_* */
+	PMIDX_ATTR_POOL,		/* nest: one pool */
+	PMIDX_ATTR_INDEX,		/* nest: one index */
+	PMIDX_ATTR_INDEX_NAME,		/* string */
+	PMIDX_ATTR_INDEX_ID,		/* u32: slot in the pool's index table */
+	PMIDX_ATTR_ENGINE,		/* u32: enum pmidx_engine_id */
+	PMIDX_ATTR_ENGINE_NAME,		/* string: "ccl", "utree", ... */
+	PMIDX_ATTR_STATS,		/* nest: u64 attributes keyed by enum pmidx_stat */
+	PMIDX_ATTR_TEST_THREADS,	/* u32: allocator test workers (1..64) */
+	PMIDX_ATTR_TEST_OPS,		/* u32: operations per worker */
+	PMIDX_ATTR_TEST_SIZE,		/* u32: object size in bytes, 0 = random */
+	PMIDX_ATTR_TEST_MODE,		/* u32: enum pmidx_alloc_test_mode */
+	PMIDX_ATTR_TEST_SEED,		/* u64 */
+	PMIDX_ATTR_PAD,
+	__PMIDX_ATTR_MAX,
+};
+#define PMIDX_ATTR_MAX (__PMIDX_ATTR_MAX - 1)
+
+/* PMIDX_ATTR_POOL_FLAGS */
+#define PMIDX_POOL_F_RECOVERED	(1U << 0)	/* last attach ran crash recovery */
+#define PMIDX_POOL_F_EADR	(1U << 1)	/* flushes elided: eADR domain */
+
+/*
+ * Allocator test modes (PMIDX_CMD_ALLOC_TEST, admin only):
+ *  STORM:  each worker allocates and frees random-sized objects, keeping
+ *          a window of live ones, then frees everything; the reply carries
+ *          the allocator statistics before and after (they must match).
+ *  LEAK:   allocate OPS objects per worker and never link them anywhere,
+ *          leaving them to the next crash recovery, which must reclaim them.
+ */
+enum pmidx_alloc_test_mode {
+	PMIDX_ALLOC_TEST_STORM = 1,
+	PMIDX_ALLOC_TEST_LEAK = 2,
+	__PMIDX_ALLOC_TEST_MAX,
+};
+
+/* Keys of the u64 attributes inside PMIDX_ATTR_STATS. */
+enum pmidx_stat {
+	PMIDX_STAT_UNSPEC,
+	/* pool */
+	PMIDX_STAT_ALLOC_USED_BYTES,	/* bytes in allocated objects */
+	PMIDX_STAT_ALLOC_OBJECTS,	/* allocated objects */
+	PMIDX_STAT_ALLOC_FREE_CHUNKS,	/* chunks not assigned to any class */
+	PMIDX_STAT_ALLOC_TOTAL_CHUNKS,
+	PMIDX_STAT_CHUNK_SIZE,
+	PMIDX_STAT_RECOVERY_NS,		/* time spent in attach-time recovery */
+	PMIDX_STAT_RECOVERED_OBJECTS,	/* live objects found by recovery */
+	PMIDX_STAT_FLUSHES,		/* cache lines written back */
+	PMIDX_STAT_FENCES,
+	PMIDX_STAT_PM_BYTES,		/* pool or index bytes on pmem */
+	PMIDX_STAT_DRAM_BYTES,		/* DRAM used by volatile structures */
+	/* index (data path, filled in by engines) */
+	PMIDX_STAT_OPS_GET,
+	PMIDX_STAT_OPS_PUT,
+	PMIDX_STAT_OPS_DEL,
+	PMIDX_STAT_OPS_SCAN,
+	PMIDX_STAT_KEYS,
+	PMIDX_STAT_LOG_BYTES,
+	PMIDX_STAT_GC_RUNS,
+	PMIDX_STAT_BUFFER_HITS,
+	PMIDX_STAT_LEAF_FLUSHES,
+	__PMIDX_STAT_MAX,
+};
+#define PMIDX_STAT_MAX (__PMIDX_STAT_MAX - 1)
+
+#endif /* _UAPI_LINUX_PMIDX_H */
