@@ -52,7 +52,7 @@ static int dax_map_open(struct dax_map *m, const char *path, void *holder,
 	}
 	m->size = bdev_nr_bytes(m->bdev.bdev);
 	if (m->size < PMIDX_MIN_POOL_SIZE) {
-		*why = "device too small for a pool (8 MiB at least)";
+		*why = "device too small for a pool (16 MiB at least)";
 		ret = -ENOSPC;
 		goto err_dax;
 	}

@@ -14,6 +14,7 @@
  */
 #include <linux/errno.h>
 #include <linux/prandom.h>
+#include <linux/printk.h>
 #include <linux/slab.h>
 #include "alloc_test.h"
 #include "parallel.h"
@@ -43,10 +44,18 @@ static size_t pick_size(struct rnd_state *rs, u32 fixed)
 	return 8 + (r >> 8) % (r & 1 ? 512 : 16384);
 }
 
+/* Stamp positions: first and last word (one word for tiny objects). */
+static u64 *obj_tail(struct pmidx_pool *pool, u64 off, size_t size)
+{
+	if (size < 2 * sizeof(u64))
+		return pmidx_ptr(&pool->pm, off);
+	return pmidx_ptr(&pool->pm, off + size - sizeof(u64));
+}
+
 static void obj_stamp(struct pmidx_pool *pool, u64 off, size_t size, u64 v)
 {
 	u64 *head = pmidx_ptr(&pool->pm, off);
-	u64 *tail = pmidx_ptr(&pool->pm, off + size - sizeof(u64));
+	u64 *tail = obj_tail(pool, off, size);
 
 	WRITE_ONCE(*head, v);
 	WRITE_ONCE(*tail, v);
@@ -55,9 +64,13 @@ static void obj_stamp(struct pmidx_pool *pool, u64 off, size_t size, u64 v)
 static bool obj_check(struct pmidx_pool *pool, u64 off, size_t size, u64 v)
 {
 	u64 *head = pmidx_ptr(&pool->pm, off);
-	u64 *tail = pmidx_ptr(&pool->pm, off + size - sizeof(u64));
+	u64 *tail = obj_tail(pool, off, size);
 
-	return READ_ONCE(*head) == v && READ_ONCE(*tail) == v;
+	if (READ_ONCE(*head) == v && READ_ONCE(*tail) == v)
+		return true;
+	pr_err_ratelimited("pmidx: object %#llx (%zu bytes) overwritten: %#llx %#llx, want %#llx\n",
+			   off, size, READ_ONCE(*head), READ_ONCE(*tail), v);
+	return false;
 }
 
 static int storm_worker(void *arg, unsigned int w)

@@ -53,7 +53,7 @@
 #define PMIDX_CHUNK_HDR_SIZE	256
 
 /* Smallest pool: metadata plus a handful of chunks. */
-#define PMIDX_MIN_POOL_SIZE	(8ULL << 20)
+#define PMIDX_MIN_POOL_SIZE	(16ULL << 20)
 
 struct pmidx_sb {
 	__le64	magic;

@@ -166,6 +166,7 @@ static void parse_policy(struct pm_nlerr *e, struct nlattr *nest)
 		e->max_len = nla_get_u32(hi);
 		e->min_len = lo && nla_len(lo) >= 4 ? nla_get_u32(lo) : 0;
 	}
+	e->has_policy = true;
 	lo = tb[NL_POLICY_TYPE_ATTR_MIN_VALUE_U];
 	hi = tb[NL_POLICY_TYPE_ATTR_MAX_VALUE_U];
 	if (lo && hi && nla_len(lo) >= 8 && nla_len(hi) >= 8) {
@@ -173,6 +174,17 @@ static void parse_policy(struct pm_nlerr *e, struct nlattr *nest)
 		e->min_val = nla_get_u64(lo);
 		e->max_val = nla_get_u64(hi);
 	}
+}
+
+/* Copies a string attribute that may lack its NUL, truncating. */
+static void copy_attr_str(char *dst, size_t size, const struct nlattr *a)
+{
+	size_t len = strnlen(nla_data(a), (size_t)nla_len(a));
+
+	if (len >= size)
+		len = size - 1;
+	memcpy(dst, nla_data(a), len);
+	dst[len] = '\0';
 }
 
 /* Parses the extack TLVs starting at byte off of an ack/error/done. */
@@ -189,9 +201,7 @@ static void parse_extack(struct xfer *x, struct nlmsghdr *nlh, size_t off)
 		return;
 	a = tb[NLMSGERR_ATTR_MSG];
 	if (a && nla_len(a) > 0)
-		snprintf(e->msg, sizeof(e->msg), "%.*s",
-			 (int)strnlen(nla_data(a), (size_t)nla_len(a)),
-			 (const char *)nla_data(a));
+		copy_attr_str(e->msg, sizeof(e->msg), a);
 	a = tb[NLMSGERR_ATTR_OFFS];
 	if (a && nla_len(a) >= 4)
 		e->bad_attr = attr_at_offset(x->req, nla_get_u32(a));
@@ -352,6 +362,7 @@ int pm_genl_parse_nested(struct nlattr **tb, struct nlattr *nest)
 
 int pm_genl_bad_reply(struct pm_genl *g, const char *why)
 {
+	g->err.error = EPROTO;
 	snprintf(g->err.msg, sizeof(g->err.msg), "malformed reply: %s", why);
 	return -EPROTO;
 }
@@ -431,6 +442,31 @@ static void print_attr(FILE *f, int type)
 		fprintf(f, "#%d", type);
 }
 
+/*
+ * The offending attribute is named when it adds something: the kernel
+ * gave no message of its own, or the policy rejected the attribute.
+ */
+static void print_attr_detail(FILE *f, const struct pm_nlerr *e)
+{
+	if (e->bad_attr >= 0 && (!e->msg[0] || e->has_policy)) {
+		fprintf(f, " (attribute ");
+		print_attr(f, e->bad_attr);
+		if (e->has_len && e->min_len)
+			fprintf(f, ", length %u..%u", e->min_len, e->max_len);
+		else if (e->has_len)
+			fprintf(f, ", max length %u", e->max_len);
+		if (e->has_range)
+			fprintf(f, ", range %llu..%llu",
+				(unsigned long long)e->min_val,
+				(unsigned long long)e->max_val);
+		fputc(')', f);
+	} else if (e->miss_attr >= 0) {
+		fprintf(f, " (missing attribute ");
+		print_attr(f, e->miss_attr);
+		fputc(')', f);
+	}
+}
+
 void pm_genl_perror(const struct pm_genl *g, const char *fmt, ...)
 {
 	const struct pm_nlerr *e = &g->err;
@@ -444,22 +480,7 @@ void pm_genl_perror(const struct pm_genl *g, const char *fmt, ...)
 		strerror(e->error));
 	if (e->msg[0])
 		fprintf(stderr, ": %s", e->msg);
-	if (e->bad_attr >= 0) {
-		fprintf(stderr, " (attribute ");
-		print_attr(stderr, e->bad_attr);
-		if (e->has_len)
-			fprintf(stderr, ", length %u..%u", e->min_len,
-				e->max_len);
-		if (e->has_range)
-			fprintf(stderr, ", range %llu..%llu",
-				(unsigned long long)e->min_val,
-				(unsigned long long)e->max_val);
-		fputc(')', stderr);
-	} else if (e->miss_attr >= 0) {
-		fprintf(stderr, " (missing attribute ");
-		print_attr(stderr, e->miss_attr);
-		fputc(')', stderr);
-	}
+	print_attr_detail(stderr, e);
 	fputc('\n', stderr);
 }
 

@@ -39,7 +39,7 @@ void pm_cmd_usage(const struct pm_cmd *cmd, FILE *f)
 		cmd->args[0] ? " " : "", cmd->args);
 }
 
-static void usage(FILE *f)
+static void print_usage(FILE *f)
 {
 	const struct pm_cmd *const *t;
 	const struct pm_cmd *c;
@@ -270,6 +270,16 @@ bool pm_opt_u64(const struct pm_optparse *p, uint64_t *v)
 	return false;
 }
 
+bool pm_opt_pool(const struct pm_optparse *p, const char *s,
+		 struct pm_pool_sel *sel)
+{
+	if (!pm_parse_pool(s, sel))
+		return true;
+	pm_usage_error(p->cmd, "invalid pool '%s' (expected pmidxN, /dev/pmidxN, N or a device path)",
+		       s);
+	return false;
+}
+
 /* ---- main ---------------------------------------------------------- */
 
 static int cmd_help(int argc, char **argv)
@@ -277,7 +287,7 @@ static int cmd_help(int argc, char **argv)
 	const struct pm_cmd *cmd;
 
 	if (argc < 2) {
-		usage(stdout);
+		print_usage(stdout);
 		return PM_EXIT_OK;
 	}
 	cmd = find_cmd(argv[1]);
@@ -307,7 +317,7 @@ int main(int argc, char **argv)
 	const char *name;
 
 	if (argc < 2) {
-		usage(stderr);
+		print_usage(stderr);
 		return PM_EXIT_USAGE;
 	}
 	name = argv[1];

@@ -107,5 +107,8 @@ struct pm_pool_sel {
 
 /* 0 on success, -1 if s is none of the accepted forms. */
 int pm_parse_pool(const char *s, struct pm_pool_sel *sel);
+/* pm_parse_pool() for an argument of p's command; usage error if bad. */
+bool pm_opt_pool(const struct pm_optparse *p, const char *s,
+		 struct pm_pool_sel *sel);
 
 #endif /* PMIDXCTL_H */

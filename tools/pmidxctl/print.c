@@ -63,6 +63,41 @@ int pm_stats_add(struct pm_stats *st, uint32_t type, uint64_t value)
 	return 0;
 }
 
+static struct pm_pool *find_pool(struct pm_view *v, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < v->npools; i++)
+		if (v->pools[i].id == id)
+			return &v->pools[i];
+	return NULL;
+}
+
+int pm_view_adopt_indexes(struct pm_view *v)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < v->nindexes; i++) {
+		struct pm_pool *p = find_pool(v, v->indexes[i].pool_id);
+		struct pm_index *dst;
+
+		if (!p) {
+			v->indexes[kept++] = v->indexes[i];
+			continue;
+		}
+		dst = pm_pool_add_index(p);
+		if (!dst) {
+			memmove(&v->indexes[kept], &v->indexes[i],
+				(v->nindexes - i) * sizeof(*dst));
+			v->nindexes = kept + v->nindexes - i;
+			return -1;
+		}
+		*dst = v->indexes[i];
+	}
+	v->nindexes = kept;
+	return 0;
+}
+
 static void index_free(struct pm_index *ix)
 {
 	free(ix->name);
@@ -118,7 +153,6 @@ static const char *const stat_names[__PMIDX_STAT_MAX] = {
 	[PMIDX_STAT_CHUNK_SIZE]		= "chunk_size",
 	[PMIDX_STAT_RECOVERY_NS]	= "recovery_ns",
 	[PMIDX_STAT_RECOVERED_OBJECTS]	= "recovered_objects",
-	[PMIDX_STAT_RECLAIMED_OBJECTS]	= "reclaimed_objects",
 	[PMIDX_STAT_FLUSHES]		= "flushes",
 	[PMIDX_STAT_FENCES]		= "fences",
 	[PMIDX_STAT_PM_BYTES]		= "pm_bytes",
@@ -290,19 +324,16 @@ void pm_json_escape(FILE *f, const char *str)
 	fputc('"', f);
 	while (*s) {
 		esc = json_short_escape(*s);
-		if (esc) {
+		n = utf8_len(s);
+		if (esc)
 			fputs(esc, f);
-			s++;
-		} else if (*s < 0x20 || *s == 0x7f) {
+		else if (*s < 0x20 || *s == 0x7f)
 			fprintf(f, "\\u%04x", *s);
-			s++;
-		} else if ((n = utf8_len(s)) != 0) {
+		else if (n)
 			fwrite(s, 1, n, f);
-			s += n;
-		} else {
-			fputs("\\ufffd", f);
-			s++;
-		}
+		else
+			fputs("\\ufffd", f);	/* invalid UTF-8 byte */
+		s += esc || !n ? 1 : n;
 	}
 	fputc('"', f);
 }
@@ -662,6 +693,17 @@ void pm_print_stats(FILE *f, const struct pm_view *v, bool json)
 		stats_all_json(f, v);
 	else
 		stats_all_human(f, v);
+}
+
+/* ---- create-index ------------------------------------------------ */
+
+void pm_print_created_index(FILE *f, const struct pm_index *ix)
+{
+	char buf[32];
+
+	fprintf(f, "index %s (id %" PRIu32 ", engine %s) created in pmidx%"
+		PRIu32 "\n", ix->name, ix->id,
+		index_engine(ix, buf, sizeof(buf)), ix->pool_id);
 }
 
 /* ---- alloc-test ---------------------------------------------------- */

@@ -71,6 +71,11 @@ struct pm_pool *pm_view_add_pool(struct pm_view *v);
 struct pm_index *pm_view_add_index(struct pm_view *v);
 struct pm_index *pm_pool_add_index(struct pm_pool *p);
 int pm_stats_add(struct pm_stats *st, uint32_t type, uint64_t value);
+/*
+ * Moves top-level indexes into the pool with their pool_id (LIST sends
+ * them as separate messages); indexes of unknown pools stay. 0 or -1.
+ */
+int pm_view_adopt_indexes(struct pm_view *v);
 void pm_view_free(struct pm_view *v);
 
 /* ---- names --------------------------------------------------------- */
@@ -117,6 +122,8 @@ void pm_json_null(struct pm_json *j, const char *key);
 
 void pm_print_list(FILE *f, const struct pm_view *v, bool json);
 void pm_print_stats(FILE *f, const struct pm_view *v, bool json);
+/* "index NAME (id N, engine E) created in pmidxN" */
+void pm_print_created_index(FILE *f, const struct pm_index *ix);
 void pm_print_alloc_test(FILE *f, const struct pm_pool *p,
 			 const struct pm_test_params *t, bool json);
 
