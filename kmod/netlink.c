@@ -63,7 +63,7 @@ static void set_err_msg(struct netlink_ext_ack *extack, const char *why)
 
 /* ---- message builders -------------------------------------------------- */
 
-static int put_stats(struct sk_buff *skb, const u64 *vals)
+static int put_stats(struct sk_buff *skb, const struct pmidx_stats *s)
 {
 	struct nlattr *nest = nla_nest_start(skb, PMIDX_ATTR_STATS);
 	int i;
@@ -71,7 +71,8 @@ static int put_stats(struct sk_buff *skb, const u64 *vals)
 	if (!nest)
 		return -EMSGSIZE;
 	for (i = 1; i <= PMIDX_STAT_MAX; i++)
-		if (nla_put_u64_64bit(skb, i, vals[i], PMIDX_STAT_UNSPEC))
+		if ((s->have & (1ULL << i)) &&
+		    nla_put_u64_64bit(skb, i, s->val[i], PMIDX_STAT_UNSPEC))
 			goto cancel;
 	nla_nest_end(skb, nest);
 	return 0;
@@ -85,7 +86,7 @@ static int put_pool(struct sk_buff *skb, struct pmidx_pool_dev *d,
 {
 	struct pmidx_pool *pool = d->pool;
 	struct nlattr *nest = nla_nest_start(skb, PMIDX_ATTR_POOL);
-	u64 vals[PMIDX_STAT_MAX + 1] = {};
+	struct pmidx_stats stats = {};
 
 	if (!nest)
 		return -EMSGSIZE;
@@ -98,8 +99,8 @@ static int put_pool(struct sk_buff *skb, struct pmidx_pool_dev *d,
 	    nla_put_u32(skb, PMIDX_ATTR_POOL_FLAGS, pool->flags))
 		goto cancel;
 	if (with_stats) {
-		pmidx_pool_stats(pool, vals);
-		if (put_stats(skb, vals))
+		pmidx_pool_stats(pool, &stats);
+		if (put_stats(skb, &stats))
 			goto cancel;
 	}
 	nla_nest_end(skb, nest);
@@ -113,7 +114,7 @@ static int put_index(struct sk_buff *skb, struct pmidx_pool_dev *d,
 		     struct pmidx_index *idx, bool with_stats)
 {
 	struct nlattr *nest = nla_nest_start(skb, PMIDX_ATTR_INDEX);
-	u64 vals[PMIDX_STAT_MAX + 1] = {};
+	struct pmidx_stats stats = {};
 
 	if (!nest)
 		return -EMSGSIZE;
@@ -125,8 +126,8 @@ static int put_index(struct sk_buff *skb, struct pmidx_pool_dev *d,
 			   pmidx_engine_name(idx->engine)))
 		goto cancel;
 	if (with_stats) {
-		pmidx_index_stats(idx, vals);
-		if (put_stats(skb, vals))
+		pmidx_index_stats(idx, &stats);
+		if (put_stats(skb, &stats))
 			goto cancel;
 	}
 	nla_nest_end(skb, nest);

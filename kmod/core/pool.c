@@ -216,29 +216,30 @@ void pmidx_pool_close(struct pmidx_pool *pool)
 	kfree(pool);
 }
 
-void pmidx_pool_stats(struct pmidx_pool *pool, u64 *vals)
+void pmidx_pool_stats(struct pmidx_pool *pool, struct pmidx_stats *s)
 {
 	struct pmidx_alloc_stats as;
 	struct pmidx_pmem_stats ps;
 
 	pmidx_alloc_get_stats(&pool->alloc, &as);
 	pmidx_pmem_sum_stats(&pool->pm, &ps);
-	vals[PMIDX_STAT_ALLOC_USED_BYTES] = as.used_bytes;
-	vals[PMIDX_STAT_ALLOC_OBJECTS] = as.objects;
-	vals[PMIDX_STAT_ALLOC_FREE_CHUNKS] = as.free_chunks;
-	vals[PMIDX_STAT_ALLOC_TOTAL_CHUNKS] = as.total_chunks;
-	vals[PMIDX_STAT_CHUNK_SIZE] = PMIDX_CHUNK_SIZE;
-	vals[PMIDX_STAT_RECOVERY_NS] = pool->recovery_ns;
-	vals[PMIDX_STAT_RECOVERED_OBJECTS] = pool->recovered_objects;
-	vals[PMIDX_STAT_FLUSHES] = ps.flushes;
-	vals[PMIDX_STAT_FENCES] = ps.fences;
-	vals[PMIDX_STAT_PM_BYTES] = le64_to_cpu(pool->sb.size);
-	vals[PMIDX_STAT_DRAM_BYTES] = sizeof(*pool) +
-		(u64)pool->alloc.nr_chunks * sizeof(struct pmidx_chunk);
+	pmidx_stat_set(s, PMIDX_STAT_ALLOC_USED_BYTES, as.used_bytes);
+	pmidx_stat_set(s, PMIDX_STAT_ALLOC_OBJECTS, as.objects);
+	pmidx_stat_set(s, PMIDX_STAT_ALLOC_FREE_CHUNKS, as.free_chunks);
+	pmidx_stat_set(s, PMIDX_STAT_ALLOC_TOTAL_CHUNKS, as.total_chunks);
+	pmidx_stat_set(s, PMIDX_STAT_CHUNK_SIZE, PMIDX_CHUNK_SIZE);
+	pmidx_stat_set(s, PMIDX_STAT_RECOVERY_NS, pool->recovery_ns);
+	pmidx_stat_set(s, PMIDX_STAT_RECOVERED_OBJECTS, pool->recovered_objects);
+	pmidx_stat_set(s, PMIDX_STAT_FLUSHES, ps.flushes);
+	pmidx_stat_set(s, PMIDX_STAT_FENCES, ps.fences);
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, le64_to_cpu(pool->sb.size));
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*pool) +
+		       (u64)pool->alloc.nr_chunks * sizeof(struct pmidx_chunk));
 }
 
-void pmidx_index_stats(struct pmidx_index *idx, u64 *vals)
+/* Index figures; engines add their own data-path counters here. */
+void pmidx_index_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 {
-	vals[PMIDX_STAT_PM_BYTES] = PMIDX_INDEX_ROOT_SIZE;
-	vals[PMIDX_STAT_DRAM_BYTES] = sizeof(*idx);
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE);
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx));
 }

@@ -80,8 +80,24 @@ int pmidx_name_check(const char *name, const char **why);
 const char *pmidx_engine_name(u32 engine);
 u32 pmidx_engine_by_name(const char *name);
 
-/* Statistics, keyed by enum pmidx_stat; @vals has PMIDX_STAT_MAX + 1 slots. */
-void pmidx_pool_stats(struct pmidx_pool *pool, u64 *vals);
-void pmidx_index_stats(struct pmidx_index *idx, u64 *vals);
+/**
+ * struct pmidx_stats - a set of statistics keyed by enum pmidx_stat
+ * @have: bit N set when @val[N] was reported (absent ones are not sent)
+ */
+struct pmidx_stats {
+	u64	have;
+	u64	val[PMIDX_STAT_MAX + 1];
+};
+
+static inline void pmidx_stat_set(struct pmidx_stats *s, unsigned int key,
+				  u64 val)
+{
+	BUILD_BUG_ON(PMIDX_STAT_MAX >= 64);
+	s->have |= 1ULL << key;
+	s->val[key] = val;
+}
+
+void pmidx_pool_stats(struct pmidx_pool *pool, struct pmidx_stats *s);
+void pmidx_index_stats(struct pmidx_index *idx, struct pmidx_stats *s);
 
 #endif /* _PMIDX_POOL_H */

@@ -191,11 +191,13 @@ static bool same_dev(const char *attached, const char *wanted)
 /*
  * Only DETACH takes DEV_PATH as a pool selector; for the others a
  * device path is turned into the POOL_ID of the pool attached there.
+ * Errors are left in g->err for the caller's pm_genl_perror().
  */
 static int resolve_dev(struct pm_genl *g, struct pm_pool_sel *sel)
 {
 	struct pm_view v = { 0 };
 	struct nl_msg *msg;
+	char why[PATH_MAX + 32];
 	size_t i;
 	int ret;
 
@@ -203,17 +205,14 @@ static int resolve_dev(struct pm_genl *g, struct pm_pool_sel *sel)
 		return 0;
 	msg = pm_genl_msg(g, PMIDX_CMD_LIST, true);
 	ret = pm_genl_request(g, msg, collect_cb, &v);
-	if (ret) {
-		pm_genl_perror(g, "list");
+	if (ret)
 		goto out;
-	}
 	for (i = 0; i < v.npools; i++)
 		if (same_dev(v.pools[i].dev, sel->str))
 			break;
 	if (i == v.npools) {
-		fprintf(stderr, "%s: no pool attached on %s\n", PMIDXCTL_PROG,
-			sel->str);
-		ret = -ENODEV;
+		snprintf(why, sizeof(why), "no pool attached on %s", sel->str);
+		ret = pm_genl_fail(g, ENODEV, why);
 		goto out;
 	}
 	sel->kind = PM_SEL_ID;
@@ -422,10 +421,9 @@ static int cmd_create_index(const struct pm_cmd *cmd, int argc, char **argv)
 		return ret;
 	if (pm_genl_open(&g))
 		return PM_EXIT_FAIL;
-	if (resolve_dev(&g, &a.pool)) {
-		pm_genl_close(&g);
-		return PM_EXIT_FAIL;
-	}
+	ret = resolve_dev(&g, &a.pool);
+	if (ret)
+		goto out;
 	msg = pm_genl_msg(&g, PMIDX_CMD_CREATE_INDEX, false);
 	pm_put_str(&g, msg, PMIDX_ATTR_INDEX_NAME, a.name);
 	if (a.engine)
@@ -434,6 +432,7 @@ static int cmd_create_index(const struct pm_cmd *cmd, int argc, char **argv)
 	ret = pm_genl_request(&g, msg, collect_cb, &v);
 	if (!ret && !v.nindexes)
 		ret = pm_genl_bad_reply(&g, "no INDEX nest in the reply");
+out:
 	if (ret)
 		pm_genl_perror(&g, "create-index %s", a.name);
 	else
@@ -455,14 +454,14 @@ static int cmd_drop_index(const struct pm_cmd *cmd, int argc, char **argv)
 		return ret;
 	if (pm_genl_open(&g))
 		return PM_EXIT_FAIL;
-	if (resolve_dev(&g, &a.pool)) {
-		pm_genl_close(&g);
-		return PM_EXIT_FAIL;
-	}
+	ret = resolve_dev(&g, &a.pool);
+	if (ret)
+		goto out;
 	msg = pm_genl_msg(&g, PMIDX_CMD_DROP_INDEX, false);
 	pm_put_str(&g, msg, PMIDX_ATTR_INDEX_NAME, a.name);
 	put_pool_sel(&g, msg, &a.pool);
 	ret = pm_genl_request(&g, msg, NULL, NULL);
+out:
 	if (ret)
 		pm_genl_perror(&g, "drop-index %s", a.name);
 	pm_genl_close(&g);
@@ -496,26 +495,23 @@ static int cmd_stats(const struct pm_cmd *cmd, int argc, char **argv)
 	name = p.npos ? p.pos[0] : NULL;
 	if (pm_genl_open(&g))
 		return PM_EXIT_FAIL;
-	if (resolve_dev(&g, &sel)) {
-		pm_genl_close(&g);
-		return PM_EXIT_FAIL;
-	}
+	ret = resolve_dev(&g, &sel);
+	if (ret)
+		goto out;
 	msg = pm_genl_msg(&g, PMIDX_CMD_STATS, true);
 	if (name)
 		pm_put_str(&g, msg, PMIDX_ATTR_INDEX_NAME, name);
 	put_pool_sel(&g, msg, &sel);
 	ret = pm_genl_request(&g, msg, collect_cb, &v);
-	if (ret) {
+	/* the dump filters silently: nothing matched */
+	if (!ret && name && !v.nindexes)
+		ret = pm_genl_fail(&g, ENOENT, "no such index");
+out:
+	if (ret)
 		pm_genl_perror(&g, "stats%s%s", name ? " " : "",
 			       name ? name : "");
-	} else if (name && !v.nindexes) {
-		/* the dump filters silently: nothing matched */
-		fprintf(stderr, "%s: stats %s: no such index\n",
-			PMIDXCTL_PROG, name);
-		ret = -ENOENT;
-	} else {
+	else
 		pm_print_stats(stdout, &v, json);
-	}
 	pm_view_free(&v);
 	pm_genl_close(&g);
 	return exit_status(ret);
@@ -593,10 +589,9 @@ static int cmd_alloc_test(const struct pm_cmd *cmd, int argc, char **argv)
 		return ret;
 	if (pm_genl_open(&g))
 		return PM_EXIT_FAIL;
-	if (resolve_dev(&g, &a.pool)) {
-		pm_genl_close(&g);
-		return PM_EXIT_FAIL;
-	}
+	ret = resolve_dev(&g, &a.pool);
+	if (ret)
+		goto out;
 	msg = pm_genl_msg(&g, PMIDX_CMD_ALLOC_TEST, false);
 	pm_put_u32(&g, msg, PMIDX_ATTR_TEST_MODE, a.t.mode);
 	pm_put_u32(&g, msg, PMIDX_ATTR_TEST_THREADS, a.t.threads);
@@ -607,6 +602,7 @@ static int cmd_alloc_test(const struct pm_cmd *cmd, int argc, char **argv)
 	ret = pm_genl_request(&g, msg, collect_cb, &v);
 	if (!ret && !v.npools)
 		ret = pm_genl_bad_reply(&g, "no POOL nest in the reply");
+out:
 	if (ret)
 		pm_genl_perror(&g, "alloc-test");
 	else

@@ -367,6 +367,14 @@ int pm_genl_bad_reply(struct pm_genl *g, const char *why)
 	return -EPROTO;
 }
 
+int pm_genl_fail(struct pm_genl *g, int error, const char *msg)
+{
+	reset_err(&g->err);
+	g->err.error = error;
+	snprintf(g->err.msg, sizeof(g->err.msg), "%s", msg);
+	return -error;
+}
+
 static struct nl_msg *new_msg(struct pm_genl *g, int family, uint8_t cmd,
 			      uint8_t version, int flags)
 {

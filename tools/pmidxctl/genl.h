@@ -81,6 +81,9 @@ int pm_genl_parse_nested(struct nlattr **tb, struct nlattr *nest);
 /* For callbacks: records "malformed reply: <why>", returns -EPROTO. */
 int pm_genl_bad_reply(struct pm_genl *g, const char *why);
 
+/* Records a local failure for pm_genl_perror(); returns -error. */
+int pm_genl_fail(struct pm_genl *g, int error, const char *msg);
+
 /*
  * Prints "pmidxctl: <what>: <strerror>[: <extack message>]
  * [ (attribute X, ...)]" for the last failed request.

@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Pools across VM reboots and power cuts, on one backing file:
+#   1. clean reboot: format + attach + create indexes, module unload
+#      detaches cleanly; next boot attaches without recovery, same indexes.
+#   2. power cut after abandoned allocations (allocate, never link) and an
+#      acknowledged create-index: after reboot recovery runs, the index
+#      exists and the allocator holds exactly the linked objects again.
+#   3. power cut in the middle of a multi-threaded allocator storm: after
+#      reboot nothing allocated by the storm is left.
+# Prints KTAP lines and a final "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+VM=tools/pmidx-vm
+CTL=build/bin/pmidxctl
+OUT=build/vm/reboot
+IMG=$OUT/pmem.img
+rm -rf "$OUT" && mkdir -p "$OUT"
+pass=0 fail=0 n=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		pass=$((pass + 1)); echo "ok $n - $2"
+	else
+		fail=$((fail + 1)); echo "not ok $n - $2"
+	fi
+}
+
+vm() { "$VM" --quiet --pmem "$IMG:256M" --log "$OUT/dmesg-$1.log" "${@:2}"; }
+
+# json FILE PYTHON-EXPR: evaluate EXPR with j = parsed FILE; exit 0 if true
+json() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+
+echo "TAP version 13"
+echo "1..9"
+
+# --- 1: clean reboot ------------------------------------------------------
+vm boot1 -- sh -c "$CTL format /dev/pmem0 && $CTL attach /dev/pmem0 &&
+	$CTL create-index inodes --engine ccl &&
+	$CTL create-index dentries --engine utree &&
+	$CTL stats --json > $OUT/boot1.json"
+ok $? "boot 1: format, attach, create two indexes, clean module unload"
+
+vm boot2 -- sh -c "$CTL attach /dev/pmem0 && $CTL list --json > $OUT/boot2-list.json &&
+	$CTL stats --json > $OUT/boot2.json"
+r=$?
+[ $r = 0 ] && json "$OUT/boot2-list.json" \
+	"sorted(i['name'] for i in j['pools'][0]['indexes']) == ['dentries','inodes'] and 'recovered' not in j['pools'][0]['flags']"
+ok $? "boot 2: clean re-attach after reboot keeps the index table, no recovery"
+python3 - "$OUT/boot1.json" "$OUT/boot2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))['pools'][0]['stats'] for f in sys.argv[1:])
+sys.exit(0 if a['alloc_used_bytes'] == b['alloc_used_bytes'] and a['alloc_objects'] == b['alloc_objects'] else 1)
+PY
+ok $? "boot 2: allocator state identical after the clean reboot"
+
+# --- 2: power cut after abandoned allocations -----------------------------
+rm -f "$OUT/cut1.done"
+vm boot3 --cut-after 15 -- sh -c "$CTL attach /dev/pmem0 &&
+	$CTL stats --json > $OUT/before-leak.json &&
+	$CTL alloc-test --mode leak --threads 2 --ops 400 --json > $OUT/leaked.json &&
+	$CTL create-index acked-late && touch $OUT/cut1.done; sleep 600"
+r=$?
+[ $r = 200 ] && [ -e "$OUT/cut1.done" ]
+ok $? "boot 3: leak allocations + acknowledged create-index, then power cut (rc $r)"
+python3 - "$OUT/before-leak.json" "$OUT/leaked.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))['pools'][0]['stats']
+b = json.load(open(sys.argv[2]))['pool']['stats']
+sys.exit(0 if b['alloc_objects'] == a['alloc_objects'] + 800 else 1)
+PY
+ok $? "boot 3: 800 abandoned objects were allocated before the cut"
+
+vm boot4 -- sh -c "$CTL attach /dev/pmem0 && $CTL list --json > $OUT/boot4-list.json &&
+	$CTL stats --json > $OUT/boot4.json"
+r=$?
+[ $r = 0 ] && json "$OUT/boot4-list.json" \
+	"sorted(i['name'] for i in j['pools'][0]['indexes']) == ['acked-late','dentries','inodes'] and 'recovered' in j['pools'][0]['flags']"
+ok $? "boot 4: recovery ran, acknowledged index present"
+python3 - "$OUT/before-leak.json" "$OUT/boot4.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))['pools'][0]['stats']
+b = json.load(open(sys.argv[2]))['pools'][0]['stats']
+ok = b['alloc_objects'] == a['alloc_objects'] + 1 and \
+     b['alloc_used_bytes'] == a['alloc_used_bytes'] + 256
+print("# before: %d objects %d bytes; after recovery: %d objects %d bytes" %
+      (a['alloc_objects'], a['alloc_used_bytes'], b['alloc_objects'], b['alloc_used_bytes']))
+sys.exit(0 if ok else 1)
+PY
+ok $? "boot 4: no leak: allocator = objects before + the new index root"
+
+# --- 3: power cut during an allocator storm -------------------------------
+rm -f "$OUT/cut2.started"
+vm boot5 --cut-after 6 -- sh -c "$CTL attach /dev/pmem0 &&
+	$CTL stats --json > $OUT/before-storm.json && touch $OUT/cut2.started &&
+	$CTL alloc-test --mode storm --threads 4 --ops 5000000 --seed 9; sleep 600"
+r=$?
+[ $r = 200 ] && [ -e "$OUT/cut2.started" ]
+ok $? "boot 5: power cut while 4 threads allocate and free (rc $r)"
+
+vm boot6 -- sh -c "$CTL attach /dev/pmem0 && $CTL stats --json > $OUT/boot6.json &&
+	$CTL alloc-test --threads 2 --ops 2000 >/dev/null && $CTL detach pmidx0"
+r=$?
+[ $r = 0 ] && python3 - "$OUT/before-storm.json" "$OUT/boot6.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))['pools'][0]['stats']
+b = json.load(open(sys.argv[2]))['pools'][0]['stats']
+sys.exit(0 if (a['alloc_objects'], a['alloc_used_bytes']) ==
+	(b['alloc_objects'], b['alloc_used_bytes']) else 1)
+PY
+ok $? "boot 6: storm allocations reclaimed, pool usable and detaches cleanly"
+
+echo "# $OUT holds the guest logs and JSON"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
