@@ -77,7 +77,7 @@ static inline void pmidx_fence(struct pmidx_pmem *pm)
 {
 	this_cpu_inc(pm->stats->fences);
 	if (pm->eadr)
-		smp_wmb();
+		smp_wmb();	/* only ordering is needed: caches are durable */
 	else
 		pmem_wmb();
 }
