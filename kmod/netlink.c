@@ -197,6 +197,12 @@ static struct pmidx_pool_dev *select_pool(struct nlattr **attrs,
 	struct nlattr *path = by_path ? attrs[PMIDX_ATTR_DEV_PATH] : NULL;
 	struct pmidx_pool_dev *d;
 
+	if (!by_path && attrs[PMIDX_ATTR_DEV_PATH]) {
+		NL_SET_BAD_ATTR(extack, attrs[PMIDX_ATTR_DEV_PATH]);
+		NL_SET_ERR_MSG(extack, "name the pool by id or name here");
+		return ERR_PTR(-EINVAL);
+	}
+
 	if (!!id + !!name + !!path > 1) {
 		NL_SET_ERR_MSG(extack, "name the pool one way only");
 		return ERR_PTR(-EINVAL);
@@ -415,7 +421,9 @@ out:
 /*
  * LIST and STATS dumps emit one message per pool, then one per index of
  * that pool. cb->args[0] counts pools done, cb->args[1] is the next
- * index slot (0 = the pool message itself still to send).
+ * index slot (0 = the pool message itself still to send), cb->args[2]
+ * counts index messages sent (a named index that matched nothing is
+ * -ENOENT).
  */
 static int dump_pools(struct sk_buff *skb, struct netlink_callback *cb,
 		      u8 cmd, bool stats)
@@ -463,9 +471,15 @@ static int dump_pools(struct sk_buff *skb, struct netlink_callback *cb,
 			}
 			genlmsg_end(skb, hdr);
 			cb->args[1] = slot + 1;
+			cb->args[2] += !!idx;
 		}
 		cb->args[0] = pos;
 		cb->args[1] = 0;
+	}
+	if (want_name && !cb->args[2]) {
+		NL_SET_ERR_MSG(cb->extack, "no such index");
+		err = -ENOENT;
+		goto out;
 	}
 full:
 	err = skb->len;

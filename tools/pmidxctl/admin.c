@@ -240,7 +240,10 @@ static void put_pool_sel(struct pm_genl *g, struct nl_msg *msg,
 	}
 }
 
-/* Parses a command line without options of its own. */
+/*
+ * Parses a command line without options of its own. Like the other
+ * parse_*() helpers: -1 to go on, else the exit status to return.
+ */
 static int parse_plain(struct pm_optparse *p, const struct pm_cmd *cmd,
 		       int argc, char **argv, int min, int max)
 {
@@ -382,6 +385,7 @@ struct index_args {
 	struct pm_pool_sel pool;
 };
 
+/* -1 to go on, else the exit status to return. */
 static int parse_index_args(const struct pm_cmd *cmd, int argc, char **argv,
 			    struct index_args *a)
 {
@@ -555,6 +559,7 @@ static bool test_opt(struct pm_optparse *p, int id, struct test_args *a)
 	return true;
 }
 
+/* -1 to go on, else the exit status to return. */
 static int parse_test_args(const struct pm_cmd *cmd, int argc, char **argv,
 			   struct test_args *a)
 {

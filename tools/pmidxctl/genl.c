@@ -100,6 +100,7 @@ struct xfer {
 	pm_genl_cb cb;
 	void *arg;
 	bool done;		/* ack, error or NLMSG_DONE seen */
+	bool intr;		/* a dump message had NLM_F_DUMP_INTR */
 	int ret;		/* 0 or negative errno */
 };
 
@@ -226,6 +227,8 @@ static int valid_handler(struct nl_msg *msg, void *arg)
 		xfer_fail(x, EPROTO, "malformed reply: short message");
 		return NL_STOP;
 	}
+	if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+		x->intr = true;
 	gh = nlmsg_data(nlh);
 	if (genlmsg_parse(nlh, 0, tb, x->maxattr, x->policy) < 0) {
 		xfer_fail(x, EPROTO,
@@ -319,6 +322,7 @@ static int xfer_run(struct pm_genl *g, struct nl_msg *req, int maxattr,
 	int ret;
 
 	reset_err(&g->err);
+	g->err.foreign = policy != pm_policy;
 	if (!req || g->build_err) {
 		xfer_fail(&x, g->build_err ? g->build_err : ENOMEM,
 			  g->build_err == EMSGSIZE ?
@@ -339,6 +343,9 @@ static int xfer_run(struct pm_genl *g, struct nl_msg *req, int maxattr,
 			xfer_libnl_fail(&x, ret);
 	}
 	nl_cb_put(nlcb);
+	if (x.intr && !x.ret)
+		fprintf(stderr, "%s: warning: the kernel's state changed during the dump; output may be inconsistent\n",
+			PMIDXCTL_PROG);
 out:
 	nlmsg_free(req);
 	return x.ret;
@@ -440,9 +447,9 @@ void pm_put_flag(struct pm_genl *g, struct nl_msg *msg, int type)
 
 /* ---- error reporting ----------------------------------------------- */
 
-static void print_attr(FILE *f, int type)
+static void print_attr(FILE *f, const struct pm_nlerr *e, int type)
 {
-	const char *name = pm_attr_name(type);
+	const char *name = e->foreign ? NULL : pm_attr_name(type);
 
 	if (name)
 		fprintf(f, "%s", name);
@@ -458,7 +465,7 @@ static void print_attr_detail(FILE *f, const struct pm_nlerr *e)
 {
 	if (e->bad_attr >= 0 && (!e->msg[0] || e->has_policy)) {
 		fprintf(f, " (attribute ");
-		print_attr(f, e->bad_attr);
+		print_attr(f, e, e->bad_attr);
 		if (e->has_len && e->min_len)
 			fprintf(f, ", length %u..%u", e->min_len, e->max_len);
 		else if (e->has_len)
@@ -470,7 +477,7 @@ static void print_attr_detail(FILE *f, const struct pm_nlerr *e)
 		fputc(')', f);
 	} else if (e->miss_attr >= 0) {
 		fprintf(f, " (missing attribute ");
-		print_attr(f, e->miss_attr);
+		print_attr(f, e, e->miss_attr);
 		fputc(')', f);
 	}
 }

@@ -24,6 +24,7 @@ struct pm_nlerr {
 	char msg[256];		/* extack message, or a local explanation */
 	int bad_attr;		/* type of the attribute at NLMSGERR_ATTR_OFFS */
 	int miss_attr;		/* NLMSGERR_ATTR_MISS_TYPE */
+	bool foreign;		/* request of another family (nlctrl) */
 	bool has_policy;	/* NLMSGERR_ATTR_POLICY was present */
 	bool has_len, has_range;	/* ... and carried these bounds */
 	uint32_t min_len, max_len;

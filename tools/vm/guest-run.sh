@@ -21,8 +21,10 @@ OUT=/dev/ttyS0
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 
+# One line per message: the host ignores lines that do not end in @@, so
+# multi-line text (ndctl or insmod errors) is joined.
 ctl() {
-	echo "@@PMIDX-VM:$*@@" >"$CTL"
+	printf '@@PMIDX-VM:%s@@\n' "$(printf '%s' "$*" | tr '\n' ' ')" >"$CTL"
 }
 
 # Informational: shown on the host's stderr (unless --quiet) and kept in

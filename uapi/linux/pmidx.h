@@ -14,6 +14,7 @@
 #ifndef _UAPI_LINUX_PMIDX_H
 #define _UAPI_LINUX_PMIDX_H
 
+#include <linux/ioctl.h>
 #include <linux/types.h>
 
 /* ---- Limits ---------------------------------------------------------- */
@@ -47,10 +48,13 @@ enum pmidx_cmd_id {
 	PMIDX_CMD_FORMAT,	/* DEV_PATH, [FORCE] */
 	PMIDX_CMD_ATTACH,	/* DEV_PATH -> POOL nest */
 	PMIDX_CMD_DETACH,	/* POOL_ID or POOL_NAME or DEV_PATH */
-	PMIDX_CMD_LIST,		/* dump: one POOL nest per pool, INDEX nests inside */
+	PMIDX_CMD_LIST,		/* dump: a POOL message per pool, then an INDEX
+				 * message (INDEX nest with POOL_ID) per index */
 	PMIDX_CMD_CREATE_INDEX,	/* INDEX_NAME, [ENGINE], [pool selector] -> INDEX nest */
 	PMIDX_CMD_DROP_INDEX,	/* INDEX_NAME, [pool selector] */
-	PMIDX_CMD_STATS,	/* dump: [INDEX_NAME], [pool selector] -> POOL/INDEX nests */
+	PMIDX_CMD_STATS,	/* dump: [INDEX_NAME], [pool selector] -> as LIST,
+				 * each nest with a STATS nest; -ENOENT if
+				 * INDEX_NAME matches nothing */
 	PMIDX_CMD_ALLOC_TEST,	/* allocator exercise, see PMIDX_ATTR_TEST_* */
 	/* multicast notifications on the "events" group */
 	PMIDX_CMD_EVENT_ATTACHED,
@@ -103,7 +107,10 @@ enum pmidx_alloc_test_mode {
 	__PMIDX_ALLOC_TEST_MAX,
 };
 
-/* Keys of the u64 attributes inside PMIDX_ATTR_STATS. */
+/*
+ * Keys of the u64 attributes inside PMIDX_ATTR_STATS. A source sends only
+ * the statistics it keeps; type 0 (PMIDX_STAT_UNSPEC) is alignment padding.
+ */
 enum pmidx_stat {
 	PMIDX_STAT_UNSPEC,
 	/* pool */
@@ -131,5 +138,75 @@ enum pmidx_stat {
 	__PMIDX_STAT_MAX,
 };
 #define PMIDX_STAT_MAX (__PMIDX_STAT_MAX - 1)
+
+/* ---- Data path: /dev/pmidxN ioctl and io_uring passthrough ------------ */
+
+/*
+ * One command struct for both paths. For ioctl(fd, PMIDX_IOC_CMD, &cmd)
+ * it is read and written back; for IORING_OP_URING_CMD (IORING_SETUP_SQE128)
+ * it sits in the SQE's 80-byte command area with cmd_op = PMIDX_IOC_CMD.
+ *
+ * Ops and their fields (all pointers are user addresses; unused fields
+ * and every reserved byte must be zero):
+ *
+ *  LOOKUP  key = index name (key_len bytes, no NUL) -> index = id,
+ *          result = engine id. @index must be 0 on input.
+ *  GET     index, key -> value copied to val (val_len = buffer size);
+ *          val_len := value length. -ENOENT if absent; -ENOSPC if the
+ *          buffer is too small (val_len := the length needed).
+ *  PUT     index, key, val/val_len; flags PMIDX_PUT_INSERT: -EEXIST if
+ *          present (upsert otherwise). Durable when it returns.
+ *  DEL     index, key. -ENOENT if absent. Durable when it returns.
+ *  SCAN    index, key = start (key_len 0: from the first key), end_key
+ *          (end_key_len 0: unbounded; the end is exclusive), count = max
+ *          records, val = output buffer of val_len bytes. Records are
+ *          packed struct pmidx_rec + key + value, each padded to 8 bytes.
+ *          Out: count := records returned, val_len := bytes used,
+ *          flags |= PMIDX_SCAN_MORE when the scan stopped early (count or
+ *          buffer); resume with key = the last key returned and
+ *          PMIDX_SCAN_AFTER set. -ENOSPC with val_len := needed when not
+ *          even one record fits.
+ *  CHECK   index -> run the engine's structural checker; -EUCLEAN if it
+ *          finds damage (details in the kernel log); result := keys.
+ */
+enum pmidx_op {
+	PMIDX_OP_LOOKUP = 1,
+	PMIDX_OP_GET,
+	PMIDX_OP_PUT,
+	PMIDX_OP_DEL,
+	PMIDX_OP_SCAN,
+	PMIDX_OP_CHECK,
+	__PMIDX_OP_MAX,
+};
+
+#define PMIDX_PUT_INSERT	(1U << 0)	/* PUT: fail with -EEXIST if present */
+#define PMIDX_SCAN_AFTER	(1U << 1)	/* SCAN: start strictly after key */
+#define PMIDX_SCAN_MORE		(1U << 15)	/* SCAN out: more records follow */
+#define PMIDX_CMD_FLAGS_IN	(PMIDX_PUT_INSERT | PMIDX_SCAN_AFTER)
+
+struct pmidx_cmd {
+	__u8	op;		/* enum pmidx_op */
+	__u8	reserved0;
+	__u16	flags;
+	__u32	index;		/* index id (see LOOKUP) */
+	__u64	key;		/* user pointer */
+	__u64	val;		/* user pointer */
+	__u32	key_len;
+	__u32	val_len;
+	__u64	end_key;	/* SCAN: user pointer */
+	__u32	end_key_len;
+	__u32	count;		/* SCAN: max records in, records out */
+	__u64	result;
+	__u64	reserved[3];
+};
+
+/* A SCAN record; key and value follow, the whole padded to 8 bytes. */
+struct pmidx_rec {
+	__u32	key_len;
+	__u32	val_len;
+};
+
+#define PMIDX_IOC_MAGIC		0xb7
+#define PMIDX_IOC_CMD		_IOWR(PMIDX_IOC_MAGIC, 1, struct pmidx_cmd)
 
 #endif /* _UAPI_LINUX_PMIDX_H */

@@ -55,5 +55,6 @@ struct hlist_node {
 };
 
 #include <linux/compiler.h>
+#include <shim/byteorder.h>
 
 #endif /* _SHIM_LINUX_TYPES_H */

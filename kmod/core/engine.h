@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The engine interface: every index engine (kmod/engines/<name>/)
+ * implements these operations over the pool's core services.
+ *
+ * Keys (1..PMIDX_KEY_MAX bytes, memcmp order, shorter first on a common
+ * prefix) and values (0..PMIDX_VALUE_MAX bytes) arrive in kernel memory,
+ * already validated by the dispatcher (dispatch.c).
+ *
+ * Durability: put/del return only after the change is persistent (flushed
+ * and fenced under ADR) and visible to every later get.
+ *
+ * Recovery: open() runs at attach. With @rc->clean the engine may trust
+ * what it saved at close(clean = true). Otherwise the allocator is tracing
+ * (alloc.c): the engine must call pmidx_alloc_mark() exactly once for
+ * every allocator object it still references (its root is marked by the
+ * pool), and must not allocate until open() returns.
+ */
+#ifndef _PMIDX_ENGINE_H
+#define _PMIDX_ENGINE_H
+
+#include <linux/types.h>
+#include "pool.h"
+
+struct pmidx_recover {
+	bool		clean;		/* previous detach was clean */
+	unsigned int	threads;	/* parallelism allowed for rebuilds */
+};
+
+/**
+ * struct pmidx_scan_sink - where a scan delivers records
+ * @emit: called per record in ascending key order; returns 0 to go on,
+ *        1 to stop (the caller's limits are reached), < 0 on error.
+ */
+struct pmidx_scan_sink {
+	int (*emit)(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		    const u8 *val, u32 vlen);
+};
+
+struct pmidx_engine_ops {
+	u32		id;		/* enum pmidx_engine_id */
+	const char	*name;
+
+	int	(*open)(struct pmidx_index *idx, const struct pmidx_recover *rc);
+	/* @clean: a clean detach; the engine may save state for open() */
+	void	(*close)(struct pmidx_index *idx, bool clean);
+	/* drop-index: free every object (the root excepted), then close */
+	void	(*destroy)(struct pmidx_index *idx);
+
+	/* *vlen: buffer size in, value length out (even if it did not fit) */
+	int	(*get)(struct pmidx_index *idx, const u8 *key, u32 klen,
+		       u8 *val, u32 *vlen);
+	int	(*put)(struct pmidx_index *idx, const u8 *key, u32 klen,
+		       const u8 *val, u32 vlen, u32 flags);
+	int	(*del)(struct pmidx_index *idx, const u8 *key, u32 klen);
+	/* from @start (after it when @after), below @end when @end_len */
+	int	(*scan)(struct pmidx_index *idx, const u8 *start, u32 start_len,
+			bool after, const u8 *end, u32 end_len,
+			struct pmidx_scan_sink *sink);
+	/* structural checker; *keys := number of live keys */
+	int	(*check)(struct pmidx_index *idx, u64 *keys, const char **why);
+	void	(*stats)(struct pmidx_index *idx, struct pmidx_stats *s);
+};
+
+const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine);
+
+/* memcmp order, shorter first on a common prefix */
+static inline int pmidx_key_cmp(const u8 *a, u32 alen, const u8 *b, u32 blen)
+{
+	int c = memcmp(a, b, min(alen, blen));
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+#endif /* _PMIDX_ENGINE_H */

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Epoch-based reclamation.
+ *
+ * Each CPU announces the global epoch it entered (or 0 when quiescent)
+ * in its slot; sections do not nest and do not sleep (preemption is off
+ * inside, as for RCU-sched). The global epoch advances when every
+ * announcing CPU has caught up with it. Retired objects wait on their
+ * CPU's limbo list tagged with the epoch of retirement and are handed to
+ * @free_fn once the global epoch is two ahead: no section that could
+ * still see them is running then.
+ *
+ * Locking: a CPU's limbo list is touched by that CPU with preemption off
+ * and by barrier/destroy under its lock.
+ */
+#include <linux/errno.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include "epoch.h"
+
+#define LIMBO_BATCH	64	/* try to advance after this many retires */
+
+struct limbo {
+	u64		obj;
+	u64		epoch;
+};
+
+struct pmidx_epoch_cpu {
+	u64		active;		/* epoch entered, 0 = quiescent */
+	spinlock_t	lock;		/* protects the limbo array */
+	struct limbo	*items;
+	unsigned int	nr, cap;
+};
+
+int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),
+		     void *ctx)
+{
+	int cpu;
+
+	atomic64_set(&e->global, 1);
+	e->free_fn = free_fn;
+	e->ctx = ctx;
+	spin_lock_init(&e->advance_lock);
+	e->pcpu = alloc_percpu(struct pmidx_epoch_cpu);
+	if (!e->pcpu)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		spin_lock_init(&per_cpu_ptr(e->pcpu, cpu)->lock);
+	return 0;
+}
+
+void pmidx_epoch_enter(struct pmidx_epoch *e)
+{
+	struct pmidx_epoch_cpu *c;
+
+	preempt_disable();
+	c = this_cpu_ptr(e->pcpu);
+	WRITE_ONCE(c->active, atomic64_read(&e->global));
+	/* announce before reading shared structures */
+	smp_mb();
+}
+
+void pmidx_epoch_exit(struct pmidx_epoch *e)
+{
+	struct pmidx_epoch_cpu *c = this_cpu_ptr(e->pcpu);
+
+	/* all reads of the section complete before we look quiescent */
+	smp_store_release(&c->active, 0);
+	preempt_enable();
+}
+
+/* Advance the global epoch if every active CPU has caught up. */
+static u64 try_advance(struct pmidx_epoch *e)
+{
+	u64 g = atomic64_read(&e->global);
+	int cpu;
+
+	if (!spin_trylock(&e->advance_lock))
+		return g;
+	g = atomic64_read(&e->global);
+	for_each_possible_cpu(cpu) {
+		u64 a = smp_load_acquire(&per_cpu_ptr(e->pcpu, cpu)->active);
+
+		if (a && a != g)
+			goto out;
+	}
+	g++;
+	atomic64_set(&e->global, g);
+out:
+	spin_unlock(&e->advance_lock);
+	return g;
+}
+
+/* Free what @c retired at least two epochs before @g. */
+static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
+{
+	unsigned int i, kept = 0;
+
+	spin_lock(&c->lock);
+	for (i = 0; i < c->nr; i++) {
+		if (c->items[i].epoch + 2 <= g)
+			e->free_fn(e->ctx, c->items[i].obj);
+		else
+			c->items[kept++] = c->items[i];
+	}
+	c->nr = kept;
+	spin_unlock(&c->lock);
+}
+
+static int limbo_grow(struct pmidx_epoch_cpu *c)
+{
+	unsigned int cap = c->cap ? 2 * c->cap : LIMBO_BATCH;
+	struct limbo *n = kmalloc_array(cap, sizeof(*n), GFP_ATOMIC);
+
+	if (!n)
+		return -ENOMEM;
+	if (c->nr)
+		memcpy(n, c->items, c->nr * sizeof(*n));
+	kfree(c->items);
+	c->items = n;
+	c->cap = cap;
+	return 0;
+}
+
+/**
+ * pmidx_epoch_retire - free @obj once no epoch section can still see it
+ *
+ * Context: inside or outside a section; may not sleep. Falls back to a
+ * synchronous barrier when memory for the limbo list is short.
+ */
+void pmidx_epoch_retire(struct pmidx_epoch *e, u64 obj)
+{
+	struct pmidx_epoch_cpu *c;
+	u64 g;
+
+	preempt_disable();
+	c = this_cpu_ptr(e->pcpu);
+	spin_lock(&c->lock);
+	if (c->nr == c->cap && limbo_grow(c)) {
+		spin_unlock(&c->lock);
+		preempt_enable();
+		pmidx_epoch_barrier(e);
+		e->free_fn(e->ctx, obj);
+		return;
+	}
+	c->items[c->nr].obj = obj;
+	c->items[c->nr].epoch = atomic64_read(&e->global);
+	c->nr++;
+	spin_unlock(&c->lock);
+	if (c->nr % LIMBO_BATCH == 0) {
+		g = try_advance(e);
+		collect(e, c, g);
+	}
+	preempt_enable();
+}
+
+/**
+ * pmidx_epoch_barrier - wait until everything retired so far is freed
+ *
+ * Context: process context, outside any section; sleeps.
+ */
+void pmidx_epoch_barrier(struct pmidx_epoch *e)
+{
+	u64 target = atomic64_read(&e->global) + 2;
+	int cpu;
+
+	while (try_advance(e) < target)
+		cond_resched();
+	for_each_possible_cpu(cpu)
+		collect(e, per_cpu_ptr(e->pcpu, cpu), target);
+}
+
+/* Context: no section runs any more. */
+void pmidx_epoch_destroy(struct pmidx_epoch *e)
+{
+	int cpu;
+
+	if (!e->pcpu)
+		return;
+	for_each_possible_cpu(cpu) {
+		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
+
+		collect(e, c, U64_MAX);
+		kfree(c->items);
+	}
+	free_percpu(e->pcpu);
+	e->pcpu = NULL;
+}

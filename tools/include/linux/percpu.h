@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Userspace shim: dynamic per-CPU memory, laid out as the kernel does it:
+ * one unit of SHIM_PCPU_UNIT bytes per CPU, and CPU n's copy of any
+ * per-CPU object at the same offset inside unit n. So per_cpu_ptr() is
+ * pointer arithmetic and also works on the address of a member, which is
+ * what this_cpu_add(ptr->field, n) needs. Objects are zeroed, 64-byte
+ * granular, and poisoned for ASan when free.
+ *
+ * this_cpu_*() are atomic here (relaxed): two threads may share a CPU.
+ */
+#ifndef _SHIM_LINUX_PERCPU_H
+#define _SHIM_LINUX_PERCPU_H
+
+#include <linux/types.h>
+#include <linux/compiler.h>
+#include <linux/gfp.h>
+#include <linux/cpumask.h>
+#include <linux/smp.h>
+#include <linux/preempt.h>
+
+#define SHIM_PCPU_UNIT		(1UL << 20)
+
+void *shim_alloc_percpu(size_t size, size_t align, gfp_t gfp);
+void free_percpu(void __percpu *ptr);
+
+#define alloc_percpu_gfp(type, gfp)					\
+	((type __percpu *)shim_alloc_percpu(sizeof(type),		\
+					    __alignof__(type), (gfp)))
+#define alloc_percpu(type)	alloc_percpu_gfp(type, GFP_KERNEL)
+#define __alloc_percpu(size, align) shim_alloc_percpu((size), (align), GFP_KERNEL)
+
+#define per_cpu_ptr(ptr, cpu)						\
+	((__typeof__(&*(ptr)))((char *)(ptr) +				\
+			       (unsigned long)(cpu) * SHIM_PCPU_UNIT))
+#define raw_cpu_ptr(ptr)	per_cpu_ptr(ptr, raw_smp_processor_id())
+#define this_cpu_ptr(ptr)	raw_cpu_ptr(ptr)
+#define per_cpu(var, cpu)	(*per_cpu_ptr(&(var), (cpu)))
+
+#define this_cpu_add(pcp, val)						\
+	((void)__atomic_fetch_add(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED))
+#define this_cpu_sub(pcp, val)						\
+	((void)__atomic_fetch_sub(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED))
+#define this_cpu_inc(pcp)	this_cpu_add(pcp, 1)
+#define this_cpu_dec(pcp)	this_cpu_sub(pcp, 1)
+#define this_cpu_read(pcp)	__atomic_load_n(raw_cpu_ptr(&(pcp)), __ATOMIC_RELAXED)
+#define this_cpu_write(pcp, val) \
+	__atomic_store_n(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
+#define this_cpu_add_return(pcp, val) \
+	__atomic_add_fetch(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
+#define __this_cpu_add(pcp, val)	this_cpu_add(pcp, val)
+#define __this_cpu_inc(pcp)		this_cpu_inc(pcp)
+#define __this_cpu_read(pcp)		this_cpu_read(pcp)
+#define __this_cpu_write(pcp, val)	this_cpu_write(pcp, val)
+#define raw_cpu_add(pcp, val)		this_cpu_add(pcp, val)
+#define raw_cpu_inc(pcp)		this_cpu_inc(pcp)
+
+#endif
