@@ -1,13 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /dev/pmidxN: one misc char device per attached pool. An open handle
- * pins the pool: detach fails with -EBUSY until every handle is closed.
+ * pins the pool: detach and drop-index fail with -EBUSY until every
+ * handle is closed. The data path is one ioctl, PMIDX_IOC_CMD, carrying a
+ * struct pmidx_cmd (core/dispatch.c does the rest).
  */
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/uaccess.h>
 #include "chardev.h"
+#include "core/dispatch.h"
 #include "pool_dev.h"
+
+static int uaccess_from(void *dst, u64 src, u32 len)
+{
+	return copy_from_user(dst, u64_to_user_ptr(src), len) ? -EFAULT : 0;
+}
+
+static int uaccess_to(u64 dst, const void *src, u32 len)
+{
+	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
+}
+
+static const struct pmidx_uaccess pmidx_user_access = {
+	.from	= uaccess_from,
+	.to	= uaccess_to,
+};
+
+static long pmidx_chardev_ioctl(struct file *file, unsigned int op,
+				unsigned long arg)
+{
+	struct pmidx_pool_dev *d = file->private_data;
+	struct pmidx_cmd __user *ucmd = (void __user *)arg;
+	struct pmidx_cmd cmd;
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct pmidx_cmd) != 80);
+	BUILD_BUG_ON(sizeof(struct pmidx_rec) != 8);
+	if (op != PMIDX_IOC_CMD)
+		return -ENOTTY;
+	if (copy_from_user(&cmd, ucmd, sizeof(cmd)))
+		return -EFAULT;
+	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access);
+	/* outputs (needed lengths included) go back even on failure */
+	if (copy_to_user(ucmd, &cmd, sizeof(cmd)))
+		return -EFAULT;
+	return ret;
+}
 
 static int pmidx_chardev_open(struct inode *inode, struct file *file)
 {
@@ -40,6 +80,8 @@ static const struct file_operations pmidx_chardev_fops = {
 	.owner		= THIS_MODULE,
 	.open		= pmidx_chardev_open,
 	.release	= pmidx_chardev_release,
+	.unlocked_ioctl	= pmidx_chardev_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
 };
 

@@ -5,6 +5,7 @@
  */
 #include <linux/kernel.h>
 #include <linux/string.h>
+#include "engine.h"
 #include "pool.h"
 
 static const char *const engine_names[__PMIDX_ENGINE_MAX] = {
@@ -14,6 +15,18 @@ static const char *const engine_names[__PMIDX_ENGINE_MAX] = {
 	[PMIDX_ENGINE_LODGE]	= "lodge",
 	[PMIDX_ENGINE_PFART]	= "pfart",
 };
+
+/* Engines built into this module, by id. */
+static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
+};
+
+/* Return: the engine's operations, or NULL when it is not built in. */
+const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine)
+{
+	if (engine >= ARRAY_SIZE(engine_table))
+		return NULL;
+	return engine_table[engine];
+}
 
 const char *pmidx_engine_name(u32 engine)
 {

@@ -16,6 +16,7 @@
 #include <linux/printk.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include "engine.h"
 #include "index_table.h"
 
 static u32 entry_crc(const struct pmidx_index_entry *e)
@@ -72,6 +73,7 @@ static struct pmidx_index *index_new(struct pmidx_pool *pool, u32 id,
 	idx->id = id;
 	idx->engine = le32_to_cpu(e->engine);
 	idx->root = le64_to_cpu(e->root);
+	idx->ops = pmidx_engine_ops(idx->engine);
 	memcpy(idx->name, e->name, le32_to_cpu(e->name_len));
 	return idx;
 }
@@ -138,18 +140,38 @@ int pmidx_index_table_load(struct pmidx_pool *pool, const char **why)
 	}
 	return 0;
 err:
-	pmidx_index_table_unload(pool);
+	pmidx_index_table_unload(pool, false);
 	return ret;
 }
 
-void pmidx_index_table_unload(struct pmidx_pool *pool)
+/* Close engines (@clean: a clean detach) and forget every index. */
+void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean)
 {
+	struct pmidx_index *idx;
 	unsigned int i;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
-		kfree(pool->indexes[i]);
+		idx = pool->indexes[i];
+		if (!idx)
+			continue;
+		if (idx->opened)
+			idx->ops->close(idx, clean);
+		kfree(idx);
 		pool->indexes[i] = NULL;
 	}
+}
+
+/**
+ * pmidx_index_get - the index in table slot @id, for the data path
+ *
+ * Context: the caller keeps the pool's char device open, which holds off
+ * drop-index; the pointer is published after the index is fully set up.
+ */
+struct pmidx_index *pmidx_index_get(struct pmidx_pool *pool, u32 id)
+{
+	if (id >= PMIDX_MAX_INDEXES)
+		return NULL;
+	return smp_load_acquire(&pool->indexes[id]);
 }
 
 static struct pmidx_index *lookup_locked(struct pmidx_pool *pool,
@@ -235,7 +257,20 @@ int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 	memcpy(slot, &e, offsetof(struct pmidx_index_entry, commit));
 	pmidx_persist(&pool->pm, slot, sizeof(*slot));
 	pmidx_store64_persist(&pool->pm, &slot->commit, PMIDX_INDEX_LIVE | i);
-	pool->indexes[i] = idx;
+	if (idx->ops) {
+		struct pmidx_recover rc = { .clean = true, .threads = 1 };
+
+		ret = idx->ops->open(idx, &rc);
+		if (ret) {
+			*why = "engine failed to initialise the index";
+			pmidx_store64_persist(&pool->pm, &slot->commit, 0);
+			pmidx_free(&pool->alloc, root);
+			kfree(idx);
+			goto out;
+		}
+		idx->opened = true;
+	}
+	smp_store_release(&pool->indexes[i], idx);
 	*out = idx;
 	ret = 0;
 out:
@@ -262,8 +297,12 @@ int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 		ret = -ENOENT;
 		goto out;
 	}
+	/* Gone durably first: a crash from here on only leaves garbage. */
 	pmidx_store64_persist(&pool->pm, &pool->itable[idx->id].commit, 0);
-	pool->indexes[idx->id] = NULL;
+	WRITE_ONCE(pool->indexes[idx->id], NULL);
+	if (idx->opened)
+		idx->ops->destroy(idx);
+	pmidx_epoch_barrier(&pool->epoch);
 	pmidx_free(&pool->alloc, idx->root);
 	kfree(idx);
 out:

@@ -6,6 +6,6 @@
 
 void pmidx_index_table_format(struct pmidx_pmem *pm);
 int pmidx_index_table_load(struct pmidx_pool *pool, const char **why);
-void pmidx_index_table_unload(struct pmidx_pool *pool);
+void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean);
 
 #endif /* _PMIDX_INDEX_TABLE_H */

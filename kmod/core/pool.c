@@ -17,6 +17,7 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include "pool.h"
+#include "engine.h"
 #include "index_table.h"
 #include "super.h"
 
@@ -88,53 +89,80 @@ out:
 	return ret;
 }
 
-/* Mark every object reachable from the pool's roots. */
-static int pool_trace(struct pmidx_pool *pool, const char **why)
+/*
+ * Open every index's engine. During a trace (@rc->clean false) the
+ * engines mark what they reference; the roots are marked here.
+ */
+static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
+			const char **why)
 {
 	unsigned int i;
 	int ret;
 
-	ret = pmidx_alloc_trace_begin(&pool->alloc, why);
-	if (ret)
-		return ret;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
 		struct pmidx_index *idx = pool->indexes[i];
 
 		if (!idx)
 			continue;
-		ret = pmidx_alloc_mark(&pool->alloc, idx->root);
+		if (!rc->clean) {
+			ret = pmidx_alloc_mark(&pool->alloc, idx->root);
+			if (ret) {
+				pr_err("pmidx: index %u root %#llx is not an object\n",
+				       i, idx->root);
+				*why = "index root does not point to an allocated object";
+				return ret;
+			}
+		}
+		if (!idx->ops)
+			continue;
+		ret = idx->ops->open(idx, rc);
 		if (ret) {
-			pr_err("pmidx: index %u root %#llx is not an object\n",
-			       i, idx->root);
-			*why = "index root does not point to an allocated object";
+			pr_err("pmidx: index %s (%s): recovery failed: %d\n",
+			       idx->name, idx->ops->name, ret);
+			*why = "index engine recovery failed";
 			return ret;
 		}
-		pool->recovered_objects++;
+		idx->opened = true;
 	}
-	pmidx_alloc_trace_end(&pool->alloc);
 	return 0;
 }
 
 static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 {
+	struct pmidx_recover rc = { .clean = clean, .threads = num_online_cpus() };
 	u64 start = ktime_get_ns();
 	int ret;
 
 	if (clean) {
 		ret = pmidx_alloc_load_clean(&pool->alloc, why);
 		if (!ret)
-			goto done;
+			goto open;
 		if (ret != -EUCLEAN)
 			return ret;
 		/* Inconsistent written-back state: repair by tracing. */
+		rc.clean = false;
 	}
-	ret = pool_trace(pool, why);
+	ret = pmidx_alloc_trace_begin(&pool->alloc, why);
 	if (ret)
 		return ret;
 	pool->flags |= PMIDX_POOL_F_RECOVERED;
-done:
+open:
+	ret = open_engines(pool, &rc, why);
+	if (!rc.clean) {
+		pmidx_alloc_trace_end(&pool->alloc);
+		pool->recovered_objects = atomic64_read(&pool->alloc.objects);
+	}
+	if (ret)
+		return ret;
 	pool->recovery_ns = ktime_get_ns() - start;
 	return 0;
+}
+
+static void pool_free_object(void *ctx, u64 off)
+{
+	struct pmidx_pool *pool = ctx;
+
+	pmidx_free(&pool->alloc, off);
 }
 
 /**
@@ -170,10 +198,13 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 			       le32_to_cpu(pool->sb.nr_chunks));
 	if (ret)
 		goto err_pmem;
+	ret = pmidx_epoch_init(&pool->epoch, pool_free_object, pool);
+	if (ret)
+		goto err_alloc;
 	pool->itable = pmidx_ptr(&pool->pm, le64_to_cpu(pool->sb.index_table_off));
 	ret = pmidx_index_table_load(pool, why);
 	if (ret)
-		goto err_alloc;
+		goto err_epoch;
 
 	clean = le32_to_cpu(pool->sb.clean) == 1;
 	ret = pool_recover(pool, clean, why);
@@ -186,7 +217,9 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 	return pool;
 
 err_indexes:
-	pmidx_index_table_unload(pool);
+	pmidx_index_table_unload(pool, false);
+err_epoch:
+	pmidx_epoch_destroy(&pool->epoch);
 err_alloc:
 	pmidx_alloc_destroy(&pool->alloc);
 err_pmem:
@@ -203,14 +236,17 @@ err_free:
  */
 void pmidx_pool_close(struct pmidx_pool *pool)
 {
+	bool clean = !pool->needs_trace;
+
 	mutex_lock(&pool->lock);
-	if (!pool->needs_trace) {
+	pmidx_index_table_unload(pool, clean);
+	pmidx_epoch_destroy(&pool->epoch);
+	if (clean) {
 		pmidx_alloc_writeback(&pool->alloc);
 		pool->sb.clean = cpu_to_le32(1);
 		pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
 	}
 	mutex_unlock(&pool->lock);
-	pmidx_index_table_unload(pool);
 	pmidx_alloc_destroy(&pool->alloc);
 	free_percpu(pool->pm.stats);
 	kfree(pool);
@@ -237,9 +273,11 @@ void pmidx_pool_stats(struct pmidx_pool *pool, struct pmidx_stats *s)
 		       (u64)pool->alloc.nr_chunks * sizeof(struct pmidx_chunk));
 }
 
-/* Index figures; engines add their own data-path counters here. */
+/* Index figures; the engine adds its own (and may override these). */
 void pmidx_index_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 {
 	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE);
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx));
+	if (idx->opened && idx->ops->stats)
+		idx->ops->stats(idx, s);
 }

@@ -12,10 +12,12 @@
 #include <linux/types.h>
 #include <linux/pmidx.h>
 #include "alloc.h"
+#include "epoch.h"
 #include "pmem.h"
 #include "pmidx_format.h"
 
 struct pmidx_pool;
+struct pmidx_engine_ops;
 
 /**
  * struct pmidx_index - an open index (DRAM)
@@ -24,14 +26,21 @@ struct pmidx_pool;
  * @engine: enum pmidx_engine_id
  * @root:   pool offset of the engine's root object (256 bytes, zeroed at
  *          creation; an all-zero root means an empty index to every engine)
+ * @ops:    the engine, NULL while the engine is not built into the module
+ *          (the index then exists but serves no data operation)
+ * @priv:   the engine's DRAM state
+ * @opened: the engine's open() succeeded (close() is owed)
  * @name:   NUL-terminated name
  */
 struct pmidx_index {
-	struct pmidx_pool	*pool;
-	u32			id;
-	u32			engine;
-	u64			root;
-	char			name[PMIDX_NAME_MAX + 1];
+	struct pmidx_pool		*pool;
+	u32				id;
+	u32				engine;
+	u64				root;
+	const struct pmidx_engine_ops	*ops;
+	void				*priv;
+	bool				opened;
+	char				name[PMIDX_NAME_MAX + 1];
 };
 
 #define PMIDX_INDEX_ROOT_SIZE	256
@@ -42,9 +51,11 @@ struct pmidx_index {
  * @sb:        DRAM copy of the newest superblock; protected by @lock
  * @sb_slot:   which on-media copy holds @sb
  * @alloc:     the allocator
+ * @epoch:     epoch-based reclamation shared by the pool's indexes
  * @itable:    the persistent index table
  * @lock:      serialises admin operations (index create/drop, sb writes)
- * @indexes:   open indexes by table slot; written under @lock
+ * @indexes:   open indexes by table slot; written under @lock, published
+ *             with release semantics for the lockless data path
  * @flags:     PMIDX_POOL_F_*
  * @needs_trace: objects were abandoned on purpose (allocator tests): do
  *             not write a clean state at detach, so the next attach traces
@@ -55,6 +66,7 @@ struct pmidx_pool {
 	struct pmidx_sb			sb;
 	unsigned int			sb_slot;
 	struct pmidx_alloc		alloc;
+	struct pmidx_epoch		epoch;
 	struct pmidx_index_entry	*itable;
 	struct mutex			lock;
 	struct pmidx_index		*indexes[PMIDX_MAX_INDEXES];
@@ -76,6 +88,7 @@ int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 struct pmidx_index *pmidx_index_lookup(struct pmidx_pool *pool,
 				       const char *name);
 int pmidx_name_check(const char *name, const char **why);
+struct pmidx_index *pmidx_index_get(struct pmidx_pool *pool, u32 id);
 
 const char *pmidx_engine_name(u32 engine);
 u32 pmidx_engine_by_name(const char *name);

@@ -100,10 +100,8 @@ static inline unsigned long ffz(unsigned long word)
 	return __ffs(~word);
 }
 
-static inline int ffs(int x)
-{
-	return __builtin_ffs(x);
-}
+/* libc declares ffs() too: keep the builtin */
+#define ffs(x)	__builtin_ffs(x)
 
 static inline int fls(unsigned int x)
 {

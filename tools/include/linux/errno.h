@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Userspace shim: libc's errno values plus the kernel-internal ones. */
+/*
+ * Userspace shim: the uapi errno values plus the kernel-internal ones.
+ * (libc's <errno.h> includes <linux/errno.h> too and lands here.)
+ */
 #ifndef _SHIM_LINUX_ERRNO_H
 #define _SHIM_LINUX_ERRNO_H
 
-#include <errno.h>
+#include_next <linux/errno.h>
 
 #define ERESTARTSYS	512
 #define ERESTARTNOINTR	513

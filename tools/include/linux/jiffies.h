@@ -2,6 +2,7 @@
 #ifndef _SHIM_LINUX_JIFFIES_H
 #define _SHIM_LINUX_JIFFIES_H
 
+#include <linux/kernel.h>
 #include <linux/ktime.h>
 
 #define HZ		1000

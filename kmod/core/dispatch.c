@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data-path dispatcher: validates a struct pmidx_cmd, brings keys and
+ * values into kernel memory, runs the engine operation and reports back
+ * in the same struct. Shared by the ioctl and io_uring paths and by
+ * libpmidx's in-process mode, so every path has one set of semantics.
+ *
+ * Validation never changes anything: every check runs before the engine
+ * is called.
+ */
+#include <linux/errno.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "dispatch.h"
+#include "engine.h"
+
+#define SCAN_BUF_MAX	(1U << 20)	/* bounce buffer cap per SCAN */
+
+static const u16 op_flags[__PMIDX_OP_MAX] = {
+	[PMIDX_OP_PUT]	= PMIDX_PUT_INSERT,
+	[PMIDX_OP_SCAN]	= PMIDX_SCAN_AFTER,
+};
+
+/* Reserved fields, and fields the op does not use, must be zero. */
+static int check_shape(const struct pmidx_cmd *c)
+{
+	bool scan = c->op == PMIDX_OP_SCAN;
+
+	if (!c->op || c->op >= __PMIDX_OP_MAX)
+		return -EOPNOTSUPP;
+	if (c->reserved0 || c->reserved[0] || c->reserved[1] || c->reserved[2] ||
+	    c->result || (c->flags & ~op_flags[c->op]))
+		return -EINVAL;
+	if (!scan && (c->end_key || c->end_key_len || c->count))
+		return -EINVAL;
+	if (c->op == PMIDX_OP_CHECK && (c->key || c->key_len || c->val ||
+					 c->val_len))
+		return -EINVAL;
+	if ((c->op == PMIDX_OP_DEL || c->op == PMIDX_OP_LOOKUP) &&
+	    (c->val || c->val_len))
+		return -EINVAL;
+	if (c->op == PMIDX_OP_LOOKUP && c->index)
+		return -EINVAL;
+	if (scan && !c->count)
+		return -EINVAL;
+	/* lengths */
+	if (c->op == PMIDX_OP_LOOKUP) {
+		if (!c->key_len || c->key_len > PMIDX_NAME_MAX)
+			return -EINVAL;
+	} else if (c->op != PMIDX_OP_CHECK &&
+		   (c->key_len > PMIDX_KEY_MAX || (!c->key_len && !scan))) {
+		return -EINVAL;
+	}
+	if (c->end_key_len > PMIDX_KEY_MAX)
+		return -EINVAL;
+	if (c->op == PMIDX_OP_PUT && c->val_len > PMIDX_VALUE_MAX)
+		return -E2BIG;
+	/* a length needs a pointer */
+	if ((c->key_len && !c->key) || (c->end_key_len && !c->end_key) ||
+	    (c->val_len && !c->val))
+		return -EFAULT;
+	return 0;
+}
+
+struct scan_out {
+	struct pmidx_scan_sink	sink;
+	u8			*buf;
+	u32			cap, used, need;
+	u32			count, max;
+	bool			more;
+};
+
+static u32 rec_size(u32 klen, u32 vlen)
+{
+	return ALIGN(sizeof(struct pmidx_rec) + klen + vlen, 8);
+}
+
+static int scan_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		     const u8 *val, u32 vlen)
+{
+	struct scan_out *o = container_of(sink, struct scan_out, sink);
+	u32 size = rec_size(klen, vlen);
+	struct pmidx_rec rec = { .key_len = klen, .val_len = vlen };
+
+	if (o->count == o->max || o->used + size > o->cap) {
+		o->more = true;
+		if (!o->count)
+			o->need = size;
+		return 1;
+	}
+	memcpy(o->buf + o->used, &rec, sizeof(rec));
+	memcpy(o->buf + o->used + sizeof(rec), key, klen);
+	memcpy(o->buf + o->used + sizeof(rec) + klen, val, vlen);
+	memset(o->buf + o->used + sizeof(rec) + klen + vlen, 0,
+	       size - sizeof(rec) - klen - vlen);
+	o->used += size;
+	o->count++;
+	return 0;
+}
+
+static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
+		   const struct pmidx_uaccess *ua)
+{
+	struct scan_out o = { .sink.emit = scan_emit, .max = c->count };
+	u8 end[PMIDX_KEY_MAX];
+	int ret;
+
+	if (c->end_key_len) {
+		ret = ua->from(end, c->end_key, c->end_key_len);
+		if (ret)
+			return ret;
+	}
+	o.cap = min(c->val_len, SCAN_BUF_MAX);
+	o.buf = kvmalloc(max(o.cap, 1U), GFP_KERNEL);
+	if (!o.buf)
+		return -ENOMEM;
+	ret = idx->ops->scan(idx, key, c->key_len, c->flags & PMIDX_SCAN_AFTER,
+			     end, c->end_key_len, &o.sink);
+	if (ret < 0)
+		goto out;
+	if (!o.count && o.more) {
+		c->val_len = o.need;
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = ua->to(c->val, o.buf, o.used);
+	if (ret)
+		goto out;
+	c->count = o.count;
+	c->val_len = o.used;
+	if (o.more)
+		c->flags |= PMIDX_SCAN_MORE;
+out:
+	kvfree(o.buf);
+	return ret;
+}
+
+static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
+		  const struct pmidx_uaccess *ua)
+{
+	u32 cap = min_t(u32, c->val_len, PMIDX_VALUE_MAX), len = cap;
+	u8 *val;
+	int ret;
+
+	val = kvmalloc(max(cap, 1U), GFP_KERNEL);
+	if (!val)
+		return -ENOMEM;
+	ret = idx->ops->get(idx, key, c->key_len, val, &len);
+	if (ret)
+		goto out;
+	if (len > cap) {
+		c->val_len = len;
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = ua->to(c->val, val, len);
+	if (!ret)
+		c->val_len = len;
+out:
+	kvfree(val);
+	return ret;
+}
+
+static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
+		  const struct pmidx_uaccess *ua)
+{
+	u8 *val;
+	int ret;
+
+	val = kvmalloc(max(c->val_len, 1U), GFP_KERNEL);
+	if (!val)
+		return -ENOMEM;
+	ret = ua->from(val, c->val, c->val_len);
+	if (!ret)
+		ret = idx->ops->put(idx, key, c->key_len, val, c->val_len,
+				    c->flags);
+	kvfree(val);
+	return ret;
+}
+
+static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
+		     const u8 *key)
+{
+	char name[PMIDX_NAME_MAX + 1];
+	struct pmidx_index *idx;
+
+	memcpy(name, key, c->key_len);
+	name[c->key_len] = 0;
+	if (strlen(name) != c->key_len)
+		return -EINVAL;
+	idx = pmidx_index_lookup(pool, name);
+	if (!idx)
+		return -ENOENT;
+	c->index = idx->id;
+	c->result = idx->engine;
+	return 0;
+}
+
+/**
+ * pmidx_dispatch - run one data-path command
+ * @cmd: the command; on return it carries the op's outputs (val_len,
+ *       count, flags, result, index) and must be copied back even when
+ *       an error is returned (-ENOSPC reports the needed length).
+ *
+ * Context: process context; may sleep.
+ * Return: 0 or a negative errno (see uapi/linux/pmidx.h).
+ */
+int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+		   const struct pmidx_uaccess *ua)
+{
+	struct pmidx_index *idx = NULL;
+	u8 key[PMIDX_KEY_MAX];
+	int ret;
+
+	ret = check_shape(cmd);
+	if (ret)
+		return ret;
+	if (cmd->op != PMIDX_OP_LOOKUP) {
+		idx = pmidx_index_get(pool, cmd->index);
+		if (!idx)
+			return -ENXIO;
+		if (!idx->opened)
+			return -EOPNOTSUPP;	/* engine not built in yet */
+	}
+	if (cmd->key_len) {
+		ret = ua->from(key, cmd->key, cmd->key_len);
+		if (ret)
+			return ret;
+	}
+
+	switch (cmd->op) {
+	case PMIDX_OP_LOOKUP:
+		return do_lookup(pool, cmd, key);
+	case PMIDX_OP_GET:
+		return do_get(idx, cmd, key, ua);
+	case PMIDX_OP_PUT:
+		return do_put(idx, cmd, key, ua);
+	case PMIDX_OP_DEL:
+		return idx->ops->del(idx, key, cmd->key_len);
+	case PMIDX_OP_SCAN:
+		return do_scan(idx, cmd, key, ua);
+	case PMIDX_OP_CHECK: {
+		const char *why = NULL;
+		u64 keys = 0;
+
+		ret = idx->ops->check(idx, &keys, &why);
+		if (ret && why)
+			pr_err("pmidx: index %s: check failed: %s\n", idx->name, why);
+		cmd->result = keys;
+		return ret;
+	}
+	}
+	return -EOPNOTSUPP;
+}

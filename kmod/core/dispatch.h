@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _PMIDX_DISPATCH_H
+#define _PMIDX_DISPATCH_H
+
+#include <linux/pmidx.h>
+#include "pool.h"
+
+/*
+ * How the dispatcher reaches the caller's buffers: copy_{from,to}_user in
+ * the kernel, plain memcpy for libpmidx's in-process mode. Both return 0
+ * or -EFAULT.
+ */
+struct pmidx_uaccess {
+	int (*from)(void *dst, u64 src, u32 len);
+	int (*to)(u64 dst, const void *src, u32 len);
+};
+
+int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+		   const struct pmidx_uaccess *ua);
+
+#endif /* _PMIDX_DISPATCH_H */

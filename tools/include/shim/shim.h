@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Control interface of the userspace shim (tools/testing/shim), for tests
+ * and tools. Nothing in kmod/ includes this.
+ */
+#ifndef _SHIM_SHIM_H
+#define _SHIM_SHIM_H
+
+#include <linux/types.h>
+
+/* WARN handling: fatal (abort) by default. */
+void shim_set_warn_fatal(bool fatal);
+bool shim_warn_fatal(void);
+unsigned long shim_warn_count(void);
+
+/* printk: messages at or above @level (0 emerg .. 7 debug) are printed;
+ * default -1 (none) unless PMIDX_SHIM_LOG is set. */
+void shim_set_loglevel(int level);
+unsigned long shim_printk_count(int level);
+const char *shim_printk_last(void);	/* last message, any level */
+
+/* Allocation failure injection: the @n-th allocation from now (kmalloc,
+ * kvmalloc, vmalloc, bitmap_alloc, alloc_percpu, kmem_cache) fails;
+ * 0 disables. */
+void shim_fail_alloc_nth(unsigned long n);
+bool shim_fail_alloc_fired(void);
+
+/* Live allocations, for leak checks that do not need LSan. */
+long shim_kmalloc_live(void);
+long shim_percpu_live(void);
+
+/* Deterministic get_random_*() from @seed (generate_random_uuid too). */
+void shim_random_seed(u64 seed);
+
+/* Bind the calling thread to CPU @cpu (< nr_cpu_ids). */
+void shim_set_cpu(int cpu);
+
+/* Join every work item still outstanding on any queue. */
+void shim_workqueue_drain(void);
+
+/* Threads the shim started so far (work items). */
+unsigned long shim_work_threads(void);
+
+#endif

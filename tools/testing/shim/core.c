@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Userspace shim runtime: printk, WARN/BUG, CPUs, randomness, scheduling
+ * points. See tools/include/shim/shim.h for the test-control interface.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+#include <linux/types.h>
+#include <linux/bug.h>
+#include <linux/printk.h>
+#include <linux/prandom.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/smp.h>
+#include <shim/shim.h>
+
+/* ---- printk ----------------------------------------------------------- */
+
+static int loglevel = -2;		/* -2: not read from the environment yet */
+static unsigned long printk_counts[8];
+static char printk_last[256];
+static pthread_mutex_t printk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int shim_loglevel(void)
+{
+	int l = __atomic_load_n(&loglevel, __ATOMIC_RELAXED);
+
+	if (l == -2) {
+		const char *e = getenv("PMIDX_SHIM_LOG");
+
+		l = e ? atoi(e) : -1;
+		__atomic_store_n(&loglevel, l, __ATOMIC_RELAXED);
+	}
+	return l;
+}
+
+void shim_set_loglevel(int level)
+{
+	__atomic_store_n(&loglevel, level, __ATOMIC_RELAXED);
+}
+
+unsigned long shim_printk_count(int level)
+{
+	if (level < 0 || level > 7)
+		return 0;
+	return __atomic_load_n(&printk_counts[level], __ATOMIC_RELAXED);
+}
+
+const char *shim_printk_last(void)
+{
+	return printk_last;
+}
+
+int shim_printk(const char *fmt, ...)
+{
+	int level = 4;		/* default message loglevel: warning */
+	va_list ap;
+	int n;
+
+	if (fmt[0] == KERN_SOH[0] && fmt[1]) {
+		if (fmt[1] >= '0' && fmt[1] <= '7')
+			level = fmt[1] - '0';
+		fmt += 2;
+	}
+	__atomic_fetch_add(&printk_counts[level], 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&printk_lock);
+	va_start(ap, fmt);
+	n = vsnprintf(printk_last, sizeof(printk_last), fmt, ap);
+	va_end(ap);
+	if (level <= shim_loglevel())
+		fprintf(stderr, "<%d>%s", level, printk_last);
+	pthread_mutex_unlock(&printk_lock);
+	return n;
+}
+
+/* ---- WARN / BUG --------------------------------------------------------- */
+
+static bool warn_fatal = true;
+static unsigned long warn_count;
+
+void shim_set_warn_fatal(bool fatal)
+{
+	__atomic_store_n(&warn_fatal, fatal, __ATOMIC_RELAXED);
+}
+
+bool shim_warn_fatal(void)
+{
+	return __atomic_load_n(&warn_fatal, __ATOMIC_RELAXED);
+}
+
+unsigned long shim_warn_count(void)
+{
+	return __atomic_load_n(&warn_count, __ATOMIC_RELAXED);
+}
+
+void shim_warn(const char *file, int line, const char *func, bool print,
+	       const char *fmt, ...)
+{
+	bool fatal = shim_warn_fatal();
+	va_list ap;
+
+	__atomic_fetch_add(&warn_count, 1, __ATOMIC_RELAXED);
+	if (print || fatal) {
+		fprintf(stderr, "WARNING: %s:%d %s(): ", file, line, func);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	if (fatal) {
+		fprintf(stderr, "WARN is fatal in tests (shim_set_warn_fatal)\n");
+		abort();
+	}
+}
+
+void shim_bug(const char *file, int line, const char *func, const char *cond)
+{
+	fprintf(stderr, "kernel BUG at %s:%d %s(): %s\n", file, line, func, cond);
+	abort();
+}
+
+/* ---- atomic context ----------------------------------------------------- */
+
+__thread int shim_atomic_depth;
+
+void shim_might_sleep(const char *file, int line)
+{
+	WARN(shim_atomic_depth > 0,
+	     "BUG: sleeping function called from invalid context at %s:%d",
+	     file, line);
+}
+
+static unsigned int yield_every = ~0U;	/* ~0: not read yet; 0: never */
+static __thread unsigned int yield_count;
+
+void shim_cond_resched(const char *file, int line)
+{
+	unsigned int every = __atomic_load_n(&yield_every, __ATOMIC_RELAXED);
+
+	shim_might_sleep(file, line);
+	if (every == ~0U) {
+		const char *e = getenv("PMIDX_SHIM_YIELD");
+
+		every = e ? (unsigned int)atoi(e) : 0;
+		__atomic_store_n(&yield_every, every, __ATOMIC_RELAXED);
+	}
+	if (every && ++yield_count % every == 0)
+		sched_yield();
+}
+
+/* ---- CPUs ---------------------------------------------------------------- */
+
+unsigned int nr_cpu_ids = 16;
+__thread int shim_this_cpu = -1;
+static unsigned int next_cpu;
+
+static void __attribute__((constructor)) shim_cpus_init(void)
+{
+	const char *e = getenv("PMIDX_SHIM_NR_CPUS");
+	int n = e ? atoi(e) : 0;
+
+	if (n > 0 && n <= SHIM_NR_CPUS_MAX)
+		nr_cpu_ids = n;
+}
+
+int shim_cpu_bind(void)
+{
+	shim_this_cpu = __atomic_fetch_add(&next_cpu, 1, __ATOMIC_RELAXED) %
+			nr_cpu_ids;
+	return shim_this_cpu;
+}
+
+void shim_set_cpu(int cpu)
+{
+	BUG_ON(cpu < 0 || (unsigned int)cpu >= nr_cpu_ids);
+	shim_this_cpu = cpu;
+}
+
+/* ---- randomness ---------------------------------------------------------- */
+
+static pthread_mutex_t rnd_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool rnd_seeded;
+static u64 rnd_state;
+
+void shim_random_seed(u64 seed)
+{
+	pthread_mutex_lock(&rnd_lock);
+	rnd_seeded = true;
+	rnd_state = seed;
+	pthread_mutex_unlock(&rnd_lock);
+}
+
+/* splitmix64 */
+static u64 rnd_next(void)
+{
+	u64 z = (rnd_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void get_random_bytes(void *buf, size_t len)
+{
+	u8 *p = buf;
+
+	pthread_mutex_lock(&rnd_lock);
+	if (rnd_seeded) {
+		while (len) {
+			u64 v = rnd_next();
+			size_t n = len < 8 ? len : 8;
+
+			memcpy(p, &v, n);
+			p += n;
+			len -= n;
+		}
+	} else {
+		while (len) {
+			ssize_t n = getrandom(p, len, 0);
+
+			if (n <= 0)
+				shim_bug(__FILE__, __LINE__, __func__, "getrandom");
+			p += n;
+			len -= n;
+		}
+	}
+	pthread_mutex_unlock(&rnd_lock);
+}
+
+u32 get_random_u32(void)
+{
+	u32 v;
+
+	get_random_bytes(&v, sizeof(v));
+	return v;
+}
+
+u64 get_random_u64(void)
+{
+	u64 v;
+
+	get_random_bytes(&v, sizeof(v));
+	return v;
+}
+
+#define TAUSWORTHE(s, a, b, c, d) ((((s) & (c)) << (d)) ^ ((((s) << (a)) ^ (s)) >> (b)))
+
+u32 prandom_u32_state(struct rnd_state *state)
+{
+	state->s1 = TAUSWORTHE(state->s1,  6U, 13U, 4294967294U, 18U);
+	state->s2 = TAUSWORTHE(state->s2,  2U, 27U, 4294967288U,  2U);
+	state->s3 = TAUSWORTHE(state->s3, 13U, 21U, 4294967280U,  7U);
+	state->s4 = TAUSWORTHE(state->s4,  3U, 12U, 4294967168U, 13U);
+	return state->s1 ^ state->s2 ^ state->s3 ^ state->s4;
+}
+
+void prandom_bytes_state(struct rnd_state *state, void *buf, size_t bytes)
+{
+	u8 *ptr = buf;
+
+	while (bytes >= sizeof(u32)) {
+		u32 v = prandom_u32_state(state);
+
+		memcpy(ptr, &v, sizeof(v));
+		ptr += sizeof(u32);
+		bytes -= sizeof(u32);
+	}
+	if (bytes > 0) {
+		u32 rem = prandom_u32_state(state);
+
+		do {
+			*ptr++ = (u8)rem;
+			bytes--;
+			rem >>= 8;
+		} while (bytes > 0);
+	}
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Userspace pmem backend (see <shim/pmem.h>): the cache-maintenance and
+ * fence entry points of kmod/core, dispatched to the installed ops.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+#include <linux/bug.h>
+#include <linux/kernel.h>
+#include <linux/libnvdimm.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <shim/pmem.h>
+
+#define LINE	64
+
+/* ---- hardware ---------------------------------------------------------------- */
+
+static enum shim_pmem_hw hw_mode = SHIM_PMEM_HW_AUTO;
+static enum shim_pmem_hw hw_resolved;	/* AUTO until resolved */
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+static enum shim_pmem_hw hw_detect(void)
+{
+	unsigned int a, b, c, d;
+
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return SHIM_PMEM_HW_CLFLUSH;
+	if (b & (1U << 24))
+		return SHIM_PMEM_HW_CLWB;
+	if (b & (1U << 23))
+		return SHIM_PMEM_HW_CLFLUSHOPT;
+	return SHIM_PMEM_HW_CLFLUSH;
+}
+
+static void hw_line(enum shim_pmem_hw hw, const void *p)
+{
+	switch (hw) {
+	case SHIM_PMEM_HW_CLWB:
+		/* clwb (%reg), spelled out for old assemblers */
+		__asm__ __volatile__(".byte 0x66, 0x0f, 0xae, 0x30"
+				     :: "a"(p) : "memory");
+		break;
+	case SHIM_PMEM_HW_CLFLUSHOPT:
+		__asm__ __volatile__(".byte 0x66, 0x0f, 0xae, 0x38"
+				     :: "a"(p) : "memory");
+		break;
+	case SHIM_PMEM_HW_CLFLUSH:
+		__asm__ __volatile__("clflush (%0)" :: "r"(p) : "memory");
+		break;
+	default:
+		break;
+	}
+}
+
+void shim_pmem_hw_fence(void)
+{
+	if (shim_pmem_get_hw() != SHIM_PMEM_HW_NONE)
+		__asm__ __volatile__("sfence" ::: "memory");
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+#else
+static enum shim_pmem_hw hw_detect(void)
+{
+	return SHIM_PMEM_HW_NONE;
+}
+
+static void hw_line(enum shim_pmem_hw hw, const void *p)
+{
+}
+
+void shim_pmem_hw_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+#endif
+
+static void hw_init(void)
+{
+	const char *e = getenv("PMIDX_PMEM_HW");
+	enum shim_pmem_hw hw = __atomic_load_n(&hw_mode, __ATOMIC_RELAXED);
+
+	if (e && !strcmp(e, "none"))
+		hw = SHIM_PMEM_HW_NONE;
+	else if (e && !strcmp(e, "clwb"))
+		hw = SHIM_PMEM_HW_CLWB;
+	else if (e && !strcmp(e, "clflushopt"))
+		hw = SHIM_PMEM_HW_CLFLUSHOPT;
+	else if (e && !strcmp(e, "clflush"))
+		hw = SHIM_PMEM_HW_CLFLUSH;
+	if (hw == SHIM_PMEM_HW_AUTO)
+		hw = hw_detect();
+	__atomic_store_n(&hw_resolved, hw, __ATOMIC_RELAXED);
+}
+
+void shim_pmem_set_hw(enum shim_pmem_hw hw)
+{
+	pthread_once(&hw_once, hw_init);
+	if (getenv("PMIDX_PMEM_HW"))
+		return;			/* the environment wins */
+	__atomic_store_n(&hw_mode, hw, __ATOMIC_RELAXED);
+	__atomic_store_n(&hw_resolved, hw == SHIM_PMEM_HW_AUTO ? hw_detect() : hw,
+			 __ATOMIC_RELAXED);
+}
+
+enum shim_pmem_hw shim_pmem_get_hw(void)
+{
+	pthread_once(&hw_once, hw_init);
+	return __atomic_load_n(&hw_resolved, __ATOMIC_RELAXED);
+}
+
+const char *shim_pmem_hw_name(enum shim_pmem_hw hw)
+{
+	static const char *const names[] = {
+		[SHIM_PMEM_HW_AUTO] = "auto",
+		[SHIM_PMEM_HW_CLWB] = "clwb",
+		[SHIM_PMEM_HW_CLFLUSHOPT] = "clflushopt",
+		[SHIM_PMEM_HW_CLFLUSH] = "clflush",
+		[SHIM_PMEM_HW_NONE] = "none",
+	};
+
+	return hw < ARRAY_SIZE(names) ? names[hw] : "?";
+}
+
+void shim_pmem_hw_flush(const void *addr, size_t len)
+{
+	enum shim_pmem_hw hw = shim_pmem_get_hw();
+	uintptr_t p, end;
+
+	if (hw == SHIM_PMEM_HW_NONE || !len)
+		return;
+	p = (uintptr_t)addr & ~(uintptr_t)(LINE - 1);
+	end = (uintptr_t)addr + len;
+	for (; p < end; p += LINE)
+		hw_line(hw, (const void *)p);
+}
+
+/* ---- ops --------------------------------------------------------------------- */
+
+static void hw_ops_flush(void *priv, const void *addr, size_t len)
+{
+	shim_pmem_hw_flush(addr, len);
+}
+
+static void hw_ops_fence(void *priv, bool persist)
+{
+	if (persist)
+		shim_pmem_hw_fence();
+	else
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static const struct shim_pmem_ops hw_ops = {
+	.flush = hw_ops_flush,
+	.fence = hw_ops_fence,
+};
+
+static const struct shim_pmem_ops *cur_ops = &hw_ops;
+
+const struct shim_pmem_ops *shim_pmem_default_ops(void)
+{
+	return &hw_ops;
+}
+
+const struct shim_pmem_ops *shim_pmem_set_ops(const struct shim_pmem_ops *ops)
+{
+	return __atomic_exchange_n(&cur_ops, ops ? ops : &hw_ops,
+				   __ATOMIC_ACQ_REL);
+}
+
+static const struct shim_pmem_ops *ops_get(void)
+{
+	return __atomic_load_n(&cur_ops, __ATOMIC_ACQUIRE);
+}
+
+void arch_wb_cache_pmem(void *addr, size_t size)
+{
+	const struct shim_pmem_ops *ops = ops_get();
+
+	ops->flush(ops->priv, addr, size);
+}
+
+void arch_invalidate_pmem(void *addr, size_t size)
+{
+	shim_pmem_hw_flush(addr, size);
+}
+
+void shim_pmem_fence(int persist)
+{
+	const struct shim_pmem_ops *ops = ops_get();
+
+	ops->fence(ops->priv, persist);
+}
+
+void memcpy_flushcache(void *dst, const void *src, size_t cnt)
+{
+	const struct shim_pmem_ops *ops = ops_get();
+
+	memcpy(dst, src, cnt);
+	ops->flush(ops->priv, dst, cnt);
+}
+
+/* ---- media errors -------------------------------------------------------------- */
+
+#define MAX_POISON	16
+
+static pthread_mutex_t poison_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uintptr_t start, end;
+} poison[MAX_POISON];
+static unsigned int nr_poison;
+
+int shim_pmem_poison(const void *addr, size_t len)
+{
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&poison_lock);
+	if (nr_poison < MAX_POISON) {
+		poison[nr_poison].start = (uintptr_t)addr;
+		poison[nr_poison].end = (uintptr_t)addr + len;
+		__atomic_store_n(&nr_poison, nr_poison + 1, __ATOMIC_RELEASE);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&poison_lock);
+	return ret;
+}
+
+void shim_pmem_clear_poison(void)
+{
+	pthread_mutex_lock(&poison_lock);
+	__atomic_store_n(&nr_poison, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&poison_lock);
+}
+
+unsigned long copy_mc_to_kernel(void *dst, const void *src, size_t cnt)
+{
+	uintptr_t s = (uintptr_t)src, first = s + cnt;
+	unsigned int i;
+
+	if (__atomic_load_n(&nr_poison, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&poison_lock);
+		for (i = 0; i < nr_poison; i++) {
+			/* poison is per cache line, as on the hardware */
+			uintptr_t ps = poison[i].start & ~(uintptr_t)(LINE - 1);
+			uintptr_t pe = ALIGN(poison[i].end, (uintptr_t)LINE);
+
+			if (ps < s + cnt && pe > s)
+				first = min(first, max(ps, s));
+		}
+		pthread_mutex_unlock(&poison_lock);
+	}
+	memcpy(dst, src, first - s);
+	return s + cnt - first;
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Userspace shim: workqueues with one thread per queued item (see
+ * <linux/workqueue.h>). A record per started item outlives the item, so
+ * flushing never dereferences a work_struct that its function freed.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <linux/types.h>
+#include <linux/bug.h>
+#include <linux/list.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+#include <shim/shim.h>
+
+struct workqueue_struct {
+	char			name[32];
+};
+
+struct work_run {
+	struct list_head	node;		/* in runs, protected by wq_lock */
+	struct workqueue_struct	*wq;
+	struct work_struct	*work;		/* identity only, never dereferenced after start */
+	work_func_t		func;
+	pthread_t		thread;
+	bool			joining;
+};
+
+static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;
+static LIST_HEAD(runs);
+static unsigned long threads_started;
+
+static struct workqueue_struct wq_system = { "events" };
+static struct workqueue_struct wq_unbound = { "events_unbound" };
+static struct workqueue_struct wq_long = { "events_long" };
+static struct workqueue_struct wq_highpri = { "events_highpri" };
+
+struct workqueue_struct *system_wq = &wq_system;
+struct workqueue_struct *system_unbound_wq = &wq_unbound;
+struct workqueue_struct *system_long_wq = &wq_long;
+struct workqueue_struct *system_highpri_wq = &wq_highpri;
+
+static void *work_thread(void *arg)
+{
+	struct work_run *run = arg;
+	struct work_struct *work = run->work;
+
+	__atomic_store_n(&work->pending, 0, __ATOMIC_RELEASE);
+	run->func(work);
+	return NULL;
+}
+
+bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
+{
+	struct work_run *run;
+	int expected = 0;
+
+	if (!__atomic_compare_exchange_n(&work->pending, &expected, 1, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return false;
+	/* Bookkeeping the kernel keeps inside the work item: never fails. */
+	run = calloc(1, sizeof(*run));
+	BUG_ON(!run);
+	run->wq = wq;
+	run->work = work;
+	run->func = work->func;
+	pthread_mutex_lock(&wq_lock);
+	if (pthread_create(&run->thread, NULL, work_thread, run)) {
+		pthread_mutex_unlock(&wq_lock);
+		free(run);
+		/* No thread to be had: run it here, still "asynchronously done". */
+		__atomic_store_n(&work->pending, 0, __ATOMIC_RELEASE);
+		work->func(work);
+		return true;
+	}
+	threads_started++;
+	list_add_tail(&run->node, &runs);
+	pthread_mutex_unlock(&wq_lock);
+	return true;
+}
+
+static bool run_matches(struct work_run *run, struct workqueue_struct *wq,
+			struct work_struct *work)
+{
+	return (!wq || run->wq == wq) && (!work || run->work == work);
+}
+
+/* Join every run on @wq (any queue if NULL) of @work (any if NULL). */
+static bool join_runs(struct workqueue_struct *wq, struct work_struct *work)
+{
+	struct work_run *run, *found;
+	bool joined = false, busy;
+
+	pthread_mutex_lock(&wq_lock);
+	for (;;) {
+		found = NULL;
+		busy = false;
+		list_for_each_entry(run, &runs, node) {
+			if (!run_matches(run, wq, work))
+				continue;
+			busy = true;
+			if (!run->joining) {
+				found = run;
+				break;
+			}
+		}
+		if (!busy)
+			break;
+		if (!found) {
+			/* another thread is joining a matching run */
+			pthread_cond_wait(&wq_cond, &wq_lock);
+			continue;
+		}
+		found->joining = true;
+		pthread_mutex_unlock(&wq_lock);
+		pthread_join(found->thread, NULL);
+		pthread_mutex_lock(&wq_lock);
+		list_del(&found->node);
+		free(found);
+		pthread_cond_broadcast(&wq_cond);
+		joined = true;
+	}
+	pthread_mutex_unlock(&wq_lock);
+	return joined;
+}
+
+bool flush_work(struct work_struct *work)
+{
+	might_sleep();
+	return join_runs(NULL, work);
+}
+
+bool cancel_work_sync(struct work_struct *work)
+{
+	/* Started threads cannot be cancelled: wait for them instead. */
+	return flush_work(work);
+}
+
+void flush_workqueue(struct workqueue_struct *wq)
+{
+	might_sleep();
+	join_runs(wq, NULL);
+}
+
+struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags,
+					 int max_active, ...)
+{
+	struct workqueue_struct *wq = kzalloc(sizeof(*wq), GFP_KERNEL);
+	va_list ap;
+
+	if (!wq)
+		return NULL;
+	va_start(ap, max_active);
+	vsnprintf(wq->name, sizeof(wq->name), fmt, ap);
+	va_end(ap);
+	return wq;
+}
+
+void destroy_workqueue(struct workqueue_struct *wq)
+{
+	flush_workqueue(wq);
+	kfree(wq);
+}
+
+void shim_workqueue_drain(void)
+{
+	join_runs(NULL, NULL);
+}
+
+unsigned long shim_work_threads(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&wq_lock);
+	n = threads_started;
+	pthread_mutex_unlock(&wq_lock);
+	return n;
+}
+
+static void __attribute__((destructor)) shim_workqueue_exit(void)
+{
+	shim_workqueue_drain();
+}
