@@ -12,6 +12,7 @@
 #include "chardev.h"
 #include "core/dispatch.h"
 #include "pool_dev.h"
+#include "uring.h"
 
 static int uaccess_from(void *dst, u64 src, u32 len)
 {
@@ -82,6 +83,7 @@ static const struct file_operations pmidx_chardev_fops = {
 	.release	= pmidx_chardev_release,
 	.unlocked_ioctl	= pmidx_chardev_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.uring_cmd	= pmidx_uring_cmd,
 	.llseek		= noop_llseek,
 };
 

@@ -53,6 +53,15 @@ static inline void pmidx_bdev_close(struct pmidx_bdev *b, void *holder)
 #error "pmidx supports 6.1-6.4 and 6.9+ block device APIs (Debian 6.1 and 6.12)"
 #endif
 
+/* io_uring passthrough: where the SQE's command bytes are. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#include <linux/io_uring/cmd.h>
+#define pmidx_uring_cmd_payload(ioucmd)	io_uring_sqe_cmd((ioucmd)->sqe)
+#else
+#include <linux/io_uring.h>
+#define pmidx_uring_cmd_payload(ioucmd)	((ioucmd)->cmd)
+#endif
+
 /* Request attributes of a generic netlink dump. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
 #define pmidx_dump_attrs(cb)	(genl_info_dump(cb)->attrs)

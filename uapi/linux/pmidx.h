@@ -206,6 +206,18 @@ struct pmidx_rec {
 	__u32	val_len;
 };
 
+/*
+ * io_uring passthrough: IORING_OP_URING_CMD with cmd_op = PMIDX_IOC_CMD and
+ * the struct pmidx_cmd in the command area (rings need IORING_SETUP_SQE128;
+ * IORING_SETUP_CQE32 adds the second output word in big_cqe[0]):
+ *   res:        the return value; on success GET: value length, SCAN:
+ *               records, LOOKUP: index id, others 0
+ *   big_cqe[0]: GET: value length (needed length on -ENOSPC); SCAN: bytes
+ *               used | PMIDX_URING_SCAN_MORE (needed length on -ENOSPC);
+ *               LOOKUP: engine id; CHECK: keys
+ */
+#define PMIDX_URING_SCAN_MORE	(1ULL << 63)
+
 #define PMIDX_IOC_MAGIC		0xb7
 #define PMIDX_IOC_CMD		_IOWR(PMIDX_IOC_MAGIC, 1, struct pmidx_cmd)
 

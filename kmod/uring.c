@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * io_uring passthrough (IORING_OP_URING_CMD) on /dev/pmidxN.
+ *
+ * The SQE (IORING_SETUP_SQE128) carries cmd_op = PMIDX_IOC_CMD and a
+ * struct pmidx_cmd in its 80-byte command area, copied once before use.
+ * The command runs inline in the submitter's context — pmidx operations
+ * never wait for I/O — and completes at once:
+ *
+ *   cqe->res      the ioctl's return value, or on success:
+ *                 GET: the value length; SCAN: records returned;
+ *                 LOOKUP: the index id; CHECK: 0
+ *   cqe->big_cqe[0] (IORING_SETUP_CQE32 rings only) the second output:
+ *                 GET: value length (also on -ENOSPC: the length needed);
+ *                 SCAN: bytes used, with PMIDX_URING_SCAN_MORE set when
+ *                 more records follow (on -ENOSPC: the length needed);
+ *                 LOOKUP: engine id; CHECK: keys
+ *
+ * Outputs that the ioctl writes back into its struct are not written into
+ * the SQE: the ring belongs to userspace.
+ */
+#include <linux/fs.h>
+#include <linux/uaccess.h>
+#include "compat.h"
+#include "core/dispatch.h"
+#include "pool_dev.h"
+#include "uring.h"
+
+static int uaccess_from(void *dst, u64 src, u32 len)
+{
+	return copy_from_user(dst, u64_to_user_ptr(src), len) ? -EFAULT : 0;
+}
+
+static int uaccess_to(u64 dst, const void *src, u32 len)
+{
+	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
+}
+
+static const struct pmidx_uaccess uring_access = {
+	.from	= uaccess_from,
+	.to	= uaccess_to,
+};
+
+/* The second output word of a completed command (see file comment). */
+static u64 second_output(const struct pmidx_cmd *c, int ret)
+{
+	switch (c->op) {
+	case PMIDX_OP_GET:
+		return ret == 0 || ret == -ENOSPC ? c->val_len : 0;
+	case PMIDX_OP_SCAN:
+		if (ret == -ENOSPC)
+			return c->val_len;
+		return ret ? 0 : c->val_len |
+			(c->flags & PMIDX_SCAN_MORE ? PMIDX_URING_SCAN_MORE : 0);
+	case PMIDX_OP_LOOKUP:
+	case PMIDX_OP_CHECK:
+		return ret ? 0 : c->result;
+	}
+	return 0;
+}
+
+static int first_output(const struct pmidx_cmd *c, int ret)
+{
+	if (ret)
+		return ret;
+	switch (c->op) {
+	case PMIDX_OP_GET:
+		return c->val_len;
+	case PMIDX_OP_SCAN:
+		return c->count;
+	case PMIDX_OP_LOOKUP:
+		return c->index;
+	}
+	return 0;
+}
+
+int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct pmidx_pool_dev *d = ioucmd->file->private_data;
+	struct pmidx_cmd cmd;
+	int ret;
+
+	if (ioucmd->cmd_op != PMIDX_IOC_CMD)
+		return -ENOTTY;
+	/* a 64-byte SQE has only 16 command bytes */
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;
+	memcpy(&cmd, pmidx_uring_cmd_payload(ioucmd), sizeof(cmd));
+	ret = pmidx_dispatch(d->pool, &cmd, &uring_access);
+	io_uring_cmd_done(ioucmd, first_output(&cmd, ret),
+			  second_output(&cmd, ret), issue_flags);
+	return -EIOCBQUEUED;
+}
