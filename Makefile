@@ -31,8 +31,12 @@ SELFTEST_SRC := $(wildcard selftests/vm/*.c)
 SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
-	compat-check checkpatch clean demo
-all: module tools selftests
+	compat-check checkpatch clean demo install
+all: module libpmidx tools selftests
+
+include libpmidx/libpmidx.mk
+
+install: install-libpmidx
 
 deps:
 	@tools/install-deps

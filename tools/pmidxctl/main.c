@@ -18,6 +18,7 @@
 /* Every subcommand table; add new files of subcommands here. */
 static const struct pm_cmd *const cmd_tables[] = {
 	pm_admin_cmds,
+	pm_data_cmds,
 	NULL,
 };
 

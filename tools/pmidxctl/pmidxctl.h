@@ -44,6 +44,7 @@ struct pm_cmd {
  * here and to the list in main.c.
  */
 extern const struct pm_cmd pm_admin_cmds[];
+extern const struct pm_cmd pm_data_cmds[];	/* data.c, over libpmidx */
 
 /*
  * Option parser. Options (only long ones, plus -h) may appear anywhere

@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# ABI check of the shared library: soname, versioned exports only, and
+# the export list equal to the version script's.
+#
+#   libpmidx/tests/abi.sh LIBDIR SRCDIR
+set -u
+lib=$1/libpmidx.so.1
+map=$2/libpmidx.map
+pass=0 fail=0
+t() {
+	if eval "$2"; then pass=$((pass + 1)); echo "ok - $1";
+	else fail=$((fail + 1)); echo "not ok - $1"; fi
+}
+t "soname is libpmidx.so.1" \
+	"readelf -d '$lib' | grep -q 'SONAME.*\[libpmidx.so.1\]'"
+exports=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort)
+wanted=$(sed -n 's/^[[:space:]]*\(pmidx_[a-z0-9_]*\);$/\1/p' "$map" | sort)
+t "exports = the version script's symbols" \
+	"[ \"\$(echo \"\$exports\" | sed 's/@.*//')\" = \"\$wanted\" ]"
+t "every export carries version PMIDX_1.0" \
+	"! echo \"\$exports\" | grep -v '@@PMIDX_1.0\$'"
+t "no undefined symbols beyond libc" \
+	"! nm -D --undefined-only '$lib' | grep -v '@GLIBC_' | grep -q ' U '"
+echo "libpmidx abi: $pass passed, $fail failed"
+[ $fail = 0 ]

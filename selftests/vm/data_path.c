@@ -1,0 +1,1605 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Data-path tests of /dev/pmidxN, run inside the VM as root with
+ * pmidx.ko loaded, once per engine (fixture variants). A variant whose
+ * engine is not built into the module is skipped: its index can be
+ * created, but data commands answer -EOPNOTSUPP.
+ *
+ * Every command goes through the variant's struct path_ops (ioctl now,
+ * io_uring passthrough later), except the checks of the ioctl itself.
+ *
+ * Every test starts from a freshly formatted pool holding one index,
+ * and ends with the engine's checker passing.
+ *
+ *   PMIDX_DEV=/dev/pmemN  the namespace to use (default: the largest)
+ *   PMIDX_SEED=N          seed of the randomized tests (default: time)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "pmidx_nl.h"
+#include "pmidx_data.h"
+
+#define INDEX_NAME	"data"
+
+static char big_dev[32];
+
+static const char *dev(void)
+{
+	unsigned long long size, best = 0;
+	char path[64];
+	FILE *f;
+	int i;
+
+	if (getenv("PMIDX_DEV"))
+		return getenv("PMIDX_DEV");
+	for (i = 0; !big_dev[0] && i < 8; i++) {
+		snprintf(path, sizeof(path), "/sys/block/pmem%d/size", i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &size) == 1 && size > best) {
+			best = size;
+			snprintf(big_dev, sizeof(big_dev), "/dev/pmem%d", i);
+		}
+		fclose(f);
+	}
+	return big_dev;
+}
+
+static uint64_t test_seed(void)
+{
+	const char *s = getenv("PMIDX_SEED");
+
+	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
+}
+
+static void detach_all(struct nl *nl)
+{
+	struct pool_info p;
+
+	while (!pm_stats(nl, NULL, &p) && p.id >= 0)
+		if (pm_detach(nl, p.name))
+			break;
+}
+
+/* ---- reference ordered map ------------------------------------------ */
+
+struct ref_ent {
+	uint8_t		key[PMIDX_KEY_MAX];
+	uint32_t	klen;
+	uint8_t		*val;
+	uint32_t	vlen;
+};
+
+struct ref {
+	struct ref_ent	*e;
+	uint32_t	n, cap;
+};
+
+/* First entry >= key (> key when @after). */
+static uint32_t ref_lower(const struct ref *r, const void *k, uint32_t kl,
+			  bool after)
+{
+	uint32_t lo = 0, hi = r->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		c = key_cmp(r->e[mid].key, r->e[mid].klen, k, kl);
+		if (c < 0 || (after && !c))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct ref_ent *ref_find(const struct ref *r, const void *k, uint32_t kl)
+{
+	uint32_t i = ref_lower(r, k, kl, false);
+
+	if (i < r->n && !key_cmp(r->e[i].key, r->e[i].klen, k, kl))
+		return &r->e[i];
+	return NULL;
+}
+
+static void ref_put(struct ref *r, const void *k, uint32_t kl,
+		    const void *v, uint32_t vl)
+{
+	struct ref_ent *e = ref_find(r, k, kl);
+	uint32_t i;
+
+	if (!e) {
+		if (r->n == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 256;
+			r->e = realloc(r->e, r->cap * sizeof(*r->e));
+		}
+		i = ref_lower(r, k, kl, false);
+		memmove(&r->e[i + 1], &r->e[i], (r->n - i) * sizeof(*r->e));
+		r->n++;
+		e = &r->e[i];
+		memcpy(e->key, k, kl);
+		e->klen = kl;
+		e->val = NULL;
+	}
+	free(e->val);
+	e->val = malloc(vl ? vl : 1);
+	memcpy(e->val, v, vl);
+	e->vlen = vl;
+}
+
+static bool ref_del(struct ref *r, const void *k, uint32_t kl)
+{
+	struct ref_ent *e = ref_find(r, k, kl);
+	uint32_t i;
+
+	if (!e)
+		return false;
+	i = e - r->e;
+	free(e->val);
+	memmove(&r->e[i], &r->e[i + 1], (r->n - i - 1) * sizeof(*r->e));
+	r->n--;
+	return true;
+}
+
+static void ref_free(struct ref *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->e[i].val);
+	free(r->e);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Read the whole index with resumed scans into @out. Return: 0, a
+ * negative errno, or -EBADMSG when the records are malformed, out of
+ * order or repeated.
+ */
+static int snapshot(const struct ctx *c, struct ref *out)
+{
+	static uint8_t buf[1 << 20];
+	uint8_t last[PMIDX_KEY_MAX];
+	uint32_t last_len = 0, off, i, kl, vl;
+	const uint8_t *k, *v;
+	struct scan_req r;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		r = (struct scan_req){
+			.start = last, .start_len = last_len,
+			.flags = last_len ? PMIDX_SCAN_AFTER : 0,
+			.count = 1000, .buf = buf, .len = sizeof(buf),
+		};
+		ret = op_scan(c, &r);
+		if (ret)
+			return ret;
+		for (off = 0, i = 0; i < r.count; i++) {
+			if (rec_next(buf, r.len, &off, &k, &kl, &v, &vl))
+				return -EBADMSG;
+			if (out->n && key_cmp(last, last_len, k, kl) >= 0)
+				return -EBADMSG;
+			ref_put(out, k, kl, v, vl);
+			memcpy(last, k, kl);
+			last_len = kl;
+		}
+		if (off != r.len)
+			return -EBADMSG;
+		if (!(r.flags & PMIDX_SCAN_MORE))
+			return 0;
+	}
+}
+
+static bool ref_equal(const struct ref *a, const struct ref *b)
+{
+	uint32_t i;
+
+	if (a->n != b->n)
+		return false;
+	for (i = 0; i < a->n; i++)
+		if (key_cmp(a->e[i].key, a->e[i].klen, b->e[i].key, b->e[i].klen) ||
+		    a->e[i].vlen != b->e[i].vlen ||
+		    memcmp(a->e[i].val, b->e[i].val, a->e[i].vlen))
+			return false;
+	return true;
+}
+
+/* ---- fixture -------------------------------------------------------- */
+
+FIXTURE(data) {
+	struct nl	nl;
+	struct pool_info p;
+	char		devpath[48];
+	struct ctx	c;
+	bool		skip;
+};
+
+FIXTURE_VARIANT(data) {
+	const char		*engine;
+	uint32_t		engine_id;
+	const struct path_ops	*path;
+};
+
+FIXTURE_VARIANT_ADD(data, utree) {
+	.engine		= "utree",
+	.engine_id	= PMIDX_ENGINE_UTREE,
+	.path		= &ioctl_path,
+};
+
+FIXTURE_VARIANT_ADD(data, ccl) {
+	.engine		= "ccl",
+	.engine_id	= PMIDX_ENGINE_CCL,
+	.path		= &ioctl_path,
+};
+
+static int open_index(FIXTURE_DATA(data) *self,
+		      const FIXTURE_VARIANT(data) *variant)
+{
+	uint64_t engine;
+	int ret;
+
+	snprintf(self->devpath, sizeof(self->devpath), "/dev/%s", self->p.name);
+	self->c.fd = open(self->devpath, O_RDWR | O_CLOEXEC);
+	if (self->c.fd < 0)
+		return -errno;
+	self->c.path = variant->path;
+	ret = op_lookup(&self->c, INDEX_NAME, &self->c.index, &engine);
+	if (!ret && engine != variant->engine_id)
+		ret = -EPROTO;
+	return ret;
+}
+
+FIXTURE_SETUP(data)
+{
+	int ret;
+
+	self->c.fd = -1;
+	ASSERT_EQ(0, nl_open(&self->nl));
+	detach_all(&self->nl);
+	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, pm_create(&self->nl, INDEX_NAME, variant->engine_id))
+		TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, open_index(self, variant));
+	/* an engine that is not built in answers -EOPNOTSUPP */
+	ret = op_put(&self->c, "\0probe", 6, "", 0, 0);
+	if (ret == -EOPNOTSUPP) {
+		self->skip = true;
+		return;
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, op_del(&self->c, "\0probe", 6));
+}
+
+FIXTURE_TEARDOWN(data)
+{
+	if (self->c.fd >= 0)
+		close(self->c.fd);
+	detach_all(&self->nl);
+	nl_close(&self->nl);
+}
+
+#define REQUIRE_ENGINE() do {						\
+	if (self->skip)							\
+		SKIP(return, "engine %s is not built into pmidx.ko",	\
+		     variant->engine);					\
+} while (0)
+
+/* The checker passes and counts @keys live keys. */
+#define ASSERT_CHECK(keys) do {						\
+	uint64_t __keys = 0;						\
+	ASSERT_EQ(0, op_check(&self->c, &__keys));			\
+	ASSERT_EQ((uint64_t)(keys), __keys);				\
+} while (0)
+
+/* The index holds exactly @want (keys, values, order). */
+#define ASSERT_CONTENT(want) do {					\
+	struct ref __got;						\
+	ASSERT_EQ(0, snapshot(&self->c, &__got));			\
+	ASSERT_EQ((want)->n, __got.n);					\
+	ASSERT_TRUE(ref_equal((want), &__got));				\
+	ref_free(&__got);						\
+} while (0)
+
+static int put_str(const struct ctx *c, const char *k, const char *v)
+{
+	return op_put(c, k, strlen(k), v, strlen(v), 0);
+}
+
+/* 0 if @k holds exactly @v (vl bytes), else the error or -EBADMSG. */
+static int get_is(const struct ctx *c, const void *k, uint32_t kl,
+		  const void *v, uint32_t vl)
+{
+	static uint8_t buf[PMIDX_VALUE_MAX];
+	uint32_t len = sizeof(buf);
+	int ret = op_get(c, k, kl, buf, &len);
+
+	if (ret)
+		return ret;
+	return len == vl && !memcmp(buf, v, vl) ? 0 : -EBADMSG;
+}
+
+static int get_str(const struct ctx *c, const char *k, const char *v)
+{
+	return get_is(c, k, strlen(k), v, strlen(v));
+}
+
+
+/* ---- point operations ----------------------------------------------- */
+
+TEST_F(data, point_ops)
+{
+	static const uint32_t lens[] = { 8, 100, 0, 8, 9, 4000, 7, 1 };
+	uint8_t val[4000];
+	uint32_t i, len;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(-ENOENT, get_str(&self->c, "apple", ""));
+	ASSERT_EQ(0, put_str(&self->c, "apple", "red"));
+	ASSERT_EQ(0, put_str(&self->c, "banana", "yellow"));
+	ASSERT_EQ(0, put_str(&self->c, "cherry", "dark red"));
+	ASSERT_EQ(0, get_str(&self->c, "apple", "red"));
+	ASSERT_EQ(0, get_str(&self->c, "banana", "yellow"));
+	ASSERT_EQ(0, get_str(&self->c, "cherry", "dark red"));
+	ASSERT_CHECK(3);
+	/* upsert: the value changes size across the 8-byte inline limit */
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		memset(val, 'a' + i, lens[i]);
+		ASSERT_EQ(0, op_put(&self->c, "banana", 6, val, lens[i], 0));
+		ASSERT_EQ(0, get_is(&self->c, "banana", 6, val, lens[i]));
+	}
+	ASSERT_EQ(0, op_del(&self->c, "apple", 5));
+	ASSERT_EQ(-ENOENT, get_str(&self->c, "apple", "red"));
+	len = 0;
+	ASSERT_EQ(-ENOENT, op_get(&self->c, "apple", 5, NULL, &len));
+	ASSERT_EQ(0, get_str(&self->c, "cherry", "dark red"));
+	ASSERT_EQ(0, put_str(&self->c, "apple", "green"));
+	ASSERT_EQ(0, get_str(&self->c, "apple", "green"));
+	ASSERT_CHECK(3);
+}
+
+TEST_F(data, insert_only)
+{
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, op_put(&self->c, "k", 1, "first", 5, PMIDX_PUT_INSERT));
+	ASSERT_EQ(-EEXIST, op_put(&self->c, "k", 1, "second", 6, PMIDX_PUT_INSERT));
+	ASSERT_EQ(0, get_str(&self->c, "k", "first"));
+	ASSERT_EQ(0, op_put(&self->c, "k", 1, "third", 5, 0));	/* upsert */
+	ASSERT_EQ(0, get_str(&self->c, "k", "third"));
+	ASSERT_EQ(-EEXIST, op_put(&self->c, "k", 1, "", 0, PMIDX_PUT_INSERT));
+	ASSERT_EQ(0, get_str(&self->c, "k", "third"));
+	ASSERT_EQ(0, op_del(&self->c, "k", 1));
+	ASSERT_EQ(0, op_put(&self->c, "k", 1, "fourth", 6, PMIDX_PUT_INSERT));
+	ASSERT_EQ(0, get_str(&self->c, "k", "fourth"));
+	/* a prefix or extension of a key is another key */
+	ASSERT_EQ(0, op_put(&self->c, "kk", 2, "x", 1, PMIDX_PUT_INSERT));
+	ASSERT_EQ(0, op_put(&self->c, "k\0", 2, "y", 1, PMIDX_PUT_INSERT));
+	ASSERT_EQ(0, get_str(&self->c, "k", "fourth"));
+	ASSERT_CHECK(3);
+}
+
+TEST_F(data, del_missing)
+{
+	struct ref before;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(-ENOENT, op_del(&self->c, "ghost", 5));
+	ASSERT_EQ(0, put_str(&self->c, "a", "1"));
+	ASSERT_EQ(0, put_str(&self->c, "abc", "2"));
+	ASSERT_EQ(0, snapshot(&self->c, &before));
+	ASSERT_EQ(-ENOENT, op_del(&self->c, "ab", 2));	/* between two keys */
+	ASSERT_EQ(-ENOENT, op_del(&self->c, "abcd", 4));
+	ASSERT_EQ(-ENOENT, op_del(&self->c, "a\0", 2));
+	ASSERT_CONTENT(&before);
+	ASSERT_EQ(0, op_del(&self->c, "abc", 3));
+	ASSERT_EQ(-ENOENT, op_del(&self->c, "abc", 3));	/* deleted twice */
+	ASSERT_EQ(0, get_str(&self->c, "a", "1"));
+	ASSERT_CHECK(1);
+	ref_free(&before);
+}
+
+TEST_F(data, get_buffer_too_small)
+{
+	uint8_t val[100], buf[128];
+	uint32_t len;
+
+	REQUIRE_ENGINE();
+	memset(val, 'v', sizeof(val));
+	ASSERT_EQ(0, op_put(&self->c, "k", 1, val, sizeof(val), 0));
+	memset(buf, '#', sizeof(buf));
+	len = 10;
+	ASSERT_EQ(-ENOSPC, op_get(&self->c, "k", 1, buf, &len));
+	ASSERT_EQ(100, len);
+	ASSERT_EQ('#', buf[0]);		/* nothing copied */
+	ASSERT_EQ('#', buf[9]);
+	len = 99;
+	ASSERT_EQ(-ENOSPC, op_get(&self->c, "k", 1, buf, &len));
+	ASSERT_EQ(100, len);
+	len = 0;
+	ASSERT_EQ(-ENOSPC, op_get(&self->c, "k", 1, NULL, &len));
+	ASSERT_EQ(100, len);
+	len = 100;
+	ASSERT_EQ(0, op_get(&self->c, "k", 1, buf, &len));
+	ASSERT_EQ(100, len);
+	ASSERT_EQ(0, memcmp(buf, val, 100));
+	ASSERT_EQ('#', buf[100]);	/* nothing beyond the value */
+	/* an empty value fits any buffer, even none */
+	ASSERT_EQ(0, op_put(&self->c, "e", 1, NULL, 0, 0));
+	len = 0;
+	ASSERT_EQ(0, op_get(&self->c, "e", 1, NULL, &len));
+	ASSERT_EQ(0, len);
+	ASSERT_CHECK(2);
+}
+
+TEST_F(data, key_value_limits)
+{
+	static uint8_t big[PMIDX_VALUE_MAX + 1], buf[PMIDX_VALUE_MAX];
+	uint8_t k255[PMIDX_KEY_MAX + 1];
+	uint32_t len;
+
+	REQUIRE_ENGINE();
+	memset(big, 'B', sizeof(big));
+	memset(k255, 'K', sizeof(k255));
+	ASSERT_EQ(0, op_put(&self->c, "\x01", 1, "one-byte key", 12, 0));
+	ASSERT_EQ(0, op_put(&self->c, k255, 255, "long key", 8, 0));
+	ASSERT_EQ(0, op_put(&self->c, "empty", 5, NULL, 0, 0));
+	ASSERT_EQ(0, op_put(&self->c, "max", 3, big, PMIDX_VALUE_MAX, 0));
+	k255[254] = 'L';
+	ASSERT_EQ(0, op_put(&self->c, k255, 255, big, PMIDX_VALUE_MAX, 0));
+	ASSERT_EQ(0, get_is(&self->c, "\x01", 1, "one-byte key", 12));
+	ASSERT_EQ(0, get_is(&self->c, k255, 255, big, PMIDX_VALUE_MAX));
+	k255[254] = 'K';
+	ASSERT_EQ(0, get_is(&self->c, k255, 255, "long key", 8));
+	ASSERT_EQ(0, get_is(&self->c, "empty", 5, NULL, 0));
+	len = sizeof(buf);
+	ASSERT_EQ(0, op_get(&self->c, "max", 3, buf, &len));
+	ASSERT_EQ(PMIDX_VALUE_MAX, len);
+	ASSERT_EQ(0, memcmp(buf, big, len));
+	len = PMIDX_VALUE_MAX - 1;
+	ASSERT_EQ(-ENOSPC, op_get(&self->c, "max", 3, buf, &len));
+	ASSERT_EQ(PMIDX_VALUE_MAX, len);
+	/* keys of 8 and 9 bytes: inline and out of line */
+	ASSERT_EQ(0, op_put(&self->c, "12345678", 8, "8", 1, 0));
+	ASSERT_EQ(0, op_put(&self->c, "123456789", 9, "9", 1, 0));
+	ASSERT_EQ(0, get_is(&self->c, "12345678", 8, "8", 1));
+	ASSERT_EQ(0, get_is(&self->c, "123456789", 9, "9", 1));
+	/* over the limits: refused, nothing stored */
+	ASSERT_EQ(-EINVAL, op_put(&self->c, k255, 256, "x", 1, 0));
+	ASSERT_EQ(-EINVAL, op_put(&self->c, "", 0, "x", 1, 0));
+	len = sizeof(buf);
+	ASSERT_EQ(-EINVAL, op_get(&self->c, k255, 256, buf, &len));
+	ASSERT_EQ(-EINVAL, op_del(&self->c, k255, 256));
+	ASSERT_EQ(-E2BIG, op_put(&self->c, "huge", 4, big, PMIDX_VALUE_MAX + 1, 0));
+	ASSERT_EQ(-ENOENT, get_is(&self->c, "huge", 4, NULL, 0));
+	ASSERT_EQ(-E2BIG, op_put(&self->c, "max", 3, big, PMIDX_VALUE_MAX + 1, 0));
+	ASSERT_EQ(0, get_is(&self->c, "max", 3, big, PMIDX_VALUE_MAX));
+	/* shrink the big values back to small ones */
+	ASSERT_EQ(0, op_put(&self->c, "max", 3, "s", 1, 0));
+	ASSERT_EQ(0, get_is(&self->c, "max", 3, "s", 1));
+	ASSERT_CHECK(7);
+}
+
+TEST_F(data, key_order)
+{
+	/* ascending memcmp order, shorter first on a common prefix */
+	static const struct { const char *k; uint32_t kl; } keys[] = {
+		{ "\0", 1 }, { "\0\0", 2 }, { "\x01", 1 }, { "a", 1 },
+		{ "a\0", 2 }, { "a\0\0", 3 }, { "aa", 2 }, { "ab", 2 },
+		{ "b", 1 }, { "\x7f", 1 }, { "\x80", 1 }, { "\xff", 1 },
+		{ "\xff\xff", 2 },
+	};
+	const int n = ARRAY_SIZE(keys);
+	struct ref got;
+	int i;
+
+	REQUIRE_ENGINE();
+	for (i = n - 1; i >= 0; i -= 2)
+		ASSERT_EQ(0, op_put(&self->c, keys[i].k, keys[i].kl, &i, 1, 0));
+	for (i = n - 2; i >= 0; i -= 2)
+		ASSERT_EQ(0, op_put(&self->c, keys[i].k, keys[i].kl, &i, 1, 0));
+	ASSERT_EQ(0, snapshot(&self->c, &got));
+	ASSERT_EQ(n, got.n);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(keys[i].kl, got.e[i].klen);
+		ASSERT_EQ(0, memcmp(keys[i].k, got.e[i].key, keys[i].kl));
+	}
+	ref_free(&got);
+	ASSERT_CHECK(n);
+}
+
+/* ---- scans ---------------------------------------------------------- */
+
+/* Keys "k000".."k099" (step 1) with values "v<n>" of n % 13 extra bytes. */
+static int fill_k100(const struct ctx *c, struct ref *ref)
+{
+	char k[8], v[32];
+	int i, ret;
+
+	for (i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%03d", i);
+		snprintf(v, sizeof(v), "v%d%.*s", i, i % 13, "+++++++++++++");
+		ret = put_str(c, k, v);
+		if (ret)
+			return ret;
+		if (ref)
+			ref_put(ref, k, 4, v, strlen(v));
+	}
+	return 0;
+}
+
+/*
+ * Scan with @start/@end/@flags/@count into a 1 MiB buffer and return
+ * the number of records, checking that they are "k<first>", "k<first+1>"...
+ * Returns -1 on a mismatch, or a negative errno. *@more := MORE flag.
+ */
+static int scan_k(const struct ctx *c, const char *start, const char *end,
+		  uint16_t flags, uint32_t count, int first, bool *more)
+{
+	static uint8_t buf[1 << 20];
+	struct scan_req r = {
+		.start = start, .start_len = start ? strlen(start) : 0,
+		.end = end, .end_len = end ? strlen(end) : 0,
+		.flags = flags, .count = count, .buf = buf, .len = sizeof(buf),
+	};
+	uint32_t off = 0, i, kl, vl;
+	const uint8_t *k, *v;
+	char want[8];
+	int ret = op_scan(c, &r);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < r.count; i++) {
+		snprintf(want, sizeof(want), "k%03d", first + (int)i);
+		if (rec_next(buf, r.len, &off, &k, &kl, &v, &vl) ||
+		    kl != 4 || memcmp(k, want, 4) || vl < 2 || v[0] != 'v' ||
+		    atoi((const char *)v + 1) != first + (int)i)
+			return -1;
+	}
+	if (off != r.len)
+		return -1;
+	*more = r.flags & PMIDX_SCAN_MORE;
+	return r.count;
+}
+
+TEST_F(data, scan_bounds)
+{
+	bool more;
+
+	REQUIRE_ENGINE();
+	/* an empty index: nothing, no MORE */
+	ASSERT_EQ(0, scan_k(&self->c, NULL, NULL, 0, 10, 0, &more));
+	ASSERT_FALSE(more);
+	ASSERT_EQ(0, fill_k100(&self->c, NULL));
+	/* whole range: from the first key, unbounded */
+	ASSERT_EQ(100, scan_k(&self->c, NULL, NULL, 0, 1000, 0, &more));
+	ASSERT_FALSE(more);
+	/* start inclusive, end exclusive */
+	ASSERT_EQ(10, scan_k(&self->c, "k010", "k020", 0, 1000, 10, &more));
+	ASSERT_FALSE(more);
+	/* PMIDX_SCAN_AFTER: start exclusive */
+	ASSERT_EQ(9, scan_k(&self->c, "k010", "k020", PMIDX_SCAN_AFTER, 1000, 11, &more));
+	/* bounds that are not keys */
+	ASSERT_EQ(10, scan_k(&self->c, "k0105", "k0205", 0, 1000, 11, &more));
+	ASSERT_EQ(10, scan_k(&self->c, "k0105", "k0205", PMIDX_SCAN_AFTER, 1000, 11, &more));
+	ASSERT_EQ(100, scan_k(&self->c, "a", "z", 0, 1000, 0, &more));
+	ASSERT_EQ(50, scan_k(&self->c, "k05", NULL, 0, 1000, 50, &more));
+	ASSERT_EQ(5, scan_k(&self->c, NULL, "k005", 0, 1000, 0, &more));
+	ASSERT_EQ(1, scan_k(&self->c, "k099", NULL, 0, 1000, 99, &more));
+	/* empty ranges */
+	ASSERT_EQ(0, scan_k(&self->c, "k099", NULL, PMIDX_SCAN_AFTER, 1000, 0, &more));
+	ASSERT_FALSE(more);
+	ASSERT_EQ(0, scan_k(&self->c, "k1", NULL, 0, 1000, 0, &more));
+	ASSERT_FALSE(more);
+	ASSERT_EQ(0, scan_k(&self->c, "k020", "k020", 0, 1000, 0, &more));
+	ASSERT_FALSE(more);
+	ASSERT_EQ(0, scan_k(&self->c, "k030", "k020", 0, 1000, 0, &more));
+	ASSERT_FALSE(more);
+	ASSERT_EQ(0, scan_k(&self->c, NULL, "k", 0, 1000, 0, &more));
+	ASSERT_EQ(0, scan_k(&self->c, NULL, "k000", 0, 1000, 0, &more));
+	ASSERT_EQ(1, scan_k(&self->c, NULL, "k0000", 0, 1000, 0, &more));
+	ASSERT_CHECK(100);
+}
+
+/*
+ * Read everything in batches of at most @fit bytes, resuming after the
+ * last key. Return: 0, a negative errno, or -EBADMSG when a batch is
+ * empty, malformed, or stopped although the next record would fit.
+ */
+static int scan_by_buffer(const struct ctx *c, uint32_t fit, uint32_t max_rec,
+			  struct ref *got)
+{
+	static uint8_t buf[1 << 16];
+	uint32_t off, i, kl, vl, used;
+	char last[PMIDX_KEY_MAX + 1] = "";
+	const uint8_t *k, *v;
+	struct scan_req r;
+	int ret;
+
+	do {
+		r = (struct scan_req){
+			.start = last, .start_len = strlen(last),
+			.flags = last[0] ? PMIDX_SCAN_AFTER : 0,
+			.count = 1000, .buf = buf, .len = fit,
+		};
+		ret = op_scan(c, &r);
+		if (ret)
+			return ret;
+		if (!r.count || r.len > fit)
+			return -EBADMSG;
+		for (off = 0, used = 0, i = 0; i < r.count; i++) {
+			if (rec_next(buf, r.len, &off, &k, &kl, &v, &vl))
+				return -EBADMSG;
+			used += rec_size(kl, vl);
+			ref_put(got, k, kl, v, vl);
+			memcpy(last, k, kl);
+			last[kl] = 0;
+		}
+		if (used != r.len)
+			return -EBADMSG;
+		/* stopped early: the next record did not fit */
+		if ((r.flags & PMIDX_SCAN_MORE) && r.len + max_rec <= fit)
+			return -EBADMSG;
+	} while (r.flags & PMIDX_SCAN_MORE);
+	return 0;
+}
+
+TEST_F(data, scan_count_and_resume)
+{
+	struct ref ref = { 0 }, got = { 0 };
+	char last[8] = "";
+	bool more;
+	uint32_t i;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, fill_k100(&self->c, &ref));
+	/* count limits */
+	ASSERT_EQ(1, scan_k(&self->c, NULL, NULL, 0, 1, 0, &more));
+	ASSERT_TRUE(more);
+	ASSERT_EQ(99, scan_k(&self->c, NULL, NULL, 0, 99, 0, &more));
+	ASSERT_TRUE(more);
+	ASSERT_EQ(100, scan_k(&self->c, NULL, NULL, 0, 100, 0, &more));
+	ASSERT_FALSE(more);	/* exactly what is left: nothing more */
+	ASSERT_EQ(10, scan_k(&self->c, "k010", "k020", 0, 10, 10, &more));
+	ASSERT_FALSE(more);	/* the end bound came first */
+	ASSERT_EQ(9, scan_k(&self->c, "k010", "k020", 0, 9, 10, &more));
+	ASSERT_TRUE(more);
+	/* resume by count: 7 at a time after the last key */
+	for (i = 0; i < 100; i += 7) {
+		ASSERT_EQ(i + 7 > 100 ? 100 - i : 7,
+			  scan_k(&self->c, i ? last : NULL, NULL,
+				 i ? PMIDX_SCAN_AFTER : 0, 7, i, &more));
+		ASSERT_EQ(i + 7 < 100, more);
+		snprintf(last, sizeof(last), "k%03u", i + 6);
+	}
+	/* resume by buffer: room for two to four records at a time */
+	ASSERT_EQ(0, scan_by_buffer(&self->c, 3 * rec_size(4, 8),
+				    rec_size(4, 15), &got));
+	ASSERT_TRUE(ref_equal(&ref, &got));
+	ref_free(&ref);
+	ref_free(&got);
+	ASSERT_CHECK(100);
+}
+
+TEST_F(data, scan_buffer_too_small)
+{
+	static uint8_t val[PMIDX_VALUE_MAX], buf[PMIDX_VALUE_MAX + 512];
+	uint8_t key[PMIDX_KEY_MAX];
+	const uint8_t *k, *v;
+	uint32_t need, off = 0, kl, vl;
+	struct scan_req r;
+
+	REQUIRE_ENGINE();
+	memset(key, 'k', sizeof(key));
+	memset(val, 'v', sizeof(val));
+	ASSERT_EQ(0, op_put(&self->c, "a", 1, val, 100, 0));
+	ASSERT_EQ(0, op_put(&self->c, key, 255, val, PMIDX_VALUE_MAX, 0));
+	/* the first record does not fit: -ENOSPC and the size it needs */
+	need = rec_size(1, 100);
+	r = (struct scan_req){ .count = 10, .buf = buf, .len = need - 1 };
+	ASSERT_EQ(-ENOSPC, op_scan(&self->c, &r));
+	ASSERT_EQ(need, r.len);
+	r = (struct scan_req){ .count = 10, .buf = NULL, .len = 0 };
+	ASSERT_EQ(-ENOSPC, op_scan(&self->c, &r));
+	ASSERT_EQ(need, r.len);
+	/* exactly its size: one record, MORE */
+	r = (struct scan_req){ .count = 10, .buf = buf, .len = need };
+	ASSERT_EQ(0, op_scan(&self->c, &r));
+	ASSERT_EQ(1, r.count);
+	ASSERT_EQ(need, r.len);
+	ASSERT_TRUE(r.flags & PMIDX_SCAN_MORE);
+	/* the largest record there is: 255-byte key, 64 KiB value */
+	need = rec_size(255, PMIDX_VALUE_MAX);
+	r = (struct scan_req){ .start = "a", .start_len = 1,
+			       .flags = PMIDX_SCAN_AFTER, .count = 10,
+			       .buf = buf, .len = 4096 };
+	ASSERT_EQ(-ENOSPC, op_scan(&self->c, &r));
+	ASSERT_EQ(need, r.len);
+	r = (struct scan_req){ .start = "a", .start_len = 1,
+			       .flags = PMIDX_SCAN_AFTER, .count = 10,
+			       .buf = buf, .len = need };
+	ASSERT_EQ(0, op_scan(&self->c, &r));
+	ASSERT_EQ(1, r.count);
+	ASSERT_EQ(need, r.len);
+	ASSERT_FALSE(r.flags & PMIDX_SCAN_MORE);
+	ASSERT_EQ(0, rec_next(buf, r.len, &off, &k, &kl, &v, &vl));
+	ASSERT_EQ(255, kl);
+	ASSERT_EQ(PMIDX_VALUE_MAX, vl);
+	ASSERT_EQ(0, memcmp(k, key, 255));
+	ASSERT_EQ(0, memcmp(v, val, vl));
+	/* an empty range needs no buffer at all */
+	r = (struct scan_req){ .start = "z", .start_len = 1, .count = 10 };
+	ASSERT_EQ(0, op_scan(&self->c, &r));
+	ASSERT_EQ(0, r.count);
+	ASSERT_EQ(0, r.len);
+	ASSERT_CHECK(2);
+}
+
+/* ---- randomized operations against a reference map ------------------- */
+
+/* Short keys over a 5-letter alphabet collide a lot; a few long ones. */
+static uint32_t rand_key(uint64_t *s, uint8_t *k)
+{
+	static const uint8_t alpha[] = { 0x00, 'a', 'b', 'c', 0xff };
+	uint32_t len, i;
+
+	len = rng_below(s, 100) < 3 ? 200 + rng_below(s, 56) : 1 + rng_below(s, 4);
+	for (i = 0; i < len; i++)
+		k[i] = i < 4 ? alpha[rng_below(s, 5)] : (uint8_t)rng_next(s);
+	return len;
+}
+
+static uint32_t rand_vlen(uint64_t *s)
+{
+	uint32_t x = rng_below(s, 100);
+
+	if (x < 40)
+		return rng_below(s, 17);
+	if (x < 60)
+		return 8;
+	if (x < 90)
+		return 17 + rng_below(s, 284);
+	if (x < 99)
+		return 301 + rng_below(s, 4700);
+	return PMIDX_VALUE_MAX - rng_below(s, 6000);
+}
+
+/* A random SCAN, compared with what the reference says it must return. */
+static int rand_scan(const struct ctx *c, const struct ref *ref, uint64_t *s,
+		     char *why, size_t wlen)
+{
+	static uint8_t buf[1 << 20];
+	uint8_t start[PMIDX_KEY_MAX], end[PMIDX_KEY_MAX];
+	uint32_t i, n = 0, used = 0, size, first = 0, off = 0, kl, vl, x, cnt;
+	const uint8_t *k, *v;
+	struct scan_req r = { .buf = buf };
+	bool more = false;
+	int ret;
+
+	if (rng_below(s, 2)) {
+		r.start = start;
+		r.start_len = rand_key(s, start);
+		if (rng_below(s, 3) == 0)
+			r.flags = PMIDX_SCAN_AFTER;
+	}
+	if (rng_below(s, 2)) {
+		r.end = end;
+		r.end_len = rand_key(s, end);
+	}
+	r.count = 1 + rng_below(s, 40);
+	x = rng_below(s, 10);
+	r.len = x == 0 ? 0 : x < 3 ? rng_below(s, 300) : x < 8 ? 65536 : sizeof(buf);
+	if (!r.len)
+		r.buf = NULL;
+	/* expected: records in range, as many as count and buffer allow */
+	i = r.start_len ? ref_lower(ref, start, r.start_len, r.flags) : 0;
+	for (; i < ref->n; i++) {
+		if (r.end_len && key_cmp(ref->e[i].key, ref->e[i].klen, end,
+					 r.end_len) >= 0)
+			break;
+		size = rec_size(ref->e[i].klen, ref->e[i].vlen);
+		if (n == r.count || used + size > r.len) {
+			more = true;
+			first = n ? 0 : size;
+			break;
+		}
+		used += size;
+		n++;
+	}
+	i = r.start_len ? ref_lower(ref, start, r.start_len, r.flags) : 0;
+	x = r.len;
+	cnt = r.count;
+	ret = op_scan(c, &r);
+	if (first) {
+		if (ret != -ENOSPC || r.len != first)
+			return snprintf(why, wlen, "scan: %d, len %u; want -ENOSPC, len %u",
+					ret, r.len, first);
+		return 0;
+	}
+	if (ret || r.count != n || r.len != used ||
+	    !!(r.flags & PMIDX_SCAN_MORE) != more)
+		return snprintf(why, wlen, "scan (count in %u, buffer %u): %d, count %u, len %u, more %d; want count %u, len %u, more %d",
+				cnt, x, ret, r.count, r.len,
+				!!(r.flags & PMIDX_SCAN_MORE), n, used, more);
+	for (n = 0; n < r.count; n++, i++) {
+		if (rec_next(buf, r.len, &off, &k, &kl, &v, &vl))
+			return snprintf(why, wlen, "scan: malformed record %u", n);
+		if (key_cmp(k, kl, ref->e[i].key, ref->e[i].klen) ||
+		    vl != ref->e[i].vlen || memcmp(v, ref->e[i].val, vl))
+			return snprintf(why, wlen, "scan: record %u differs", n);
+	}
+	return 0;
+}
+
+static int rand_get(const struct ctx *c, const struct ref *ref, uint64_t *s,
+		    const uint8_t *k, uint32_t kl, char *why, size_t wlen)
+{
+	static uint8_t buf[PMIDX_VALUE_MAX];
+	const struct ref_ent *e = ref_find(ref, k, kl);
+	uint32_t cap = sizeof(buf), len;
+	int ret;
+
+	if (e && rng_below(s, 5) == 0)
+		cap = rng_below(s, e->vlen + 1);	/* maybe too small */
+	len = cap;
+	ret = op_get(c, k, kl, buf, &len);
+	if (!e) {
+		if (ret != -ENOENT)
+			return snprintf(why, wlen, "get of an absent key: %d", ret);
+	} else if (cap < e->vlen) {
+		if (ret != -ENOSPC || len != e->vlen)
+			return snprintf(why, wlen, "get, buffer %u for %u: %d, len %u",
+					cap, e->vlen, ret, len);
+	} else if (ret || len != e->vlen || memcmp(buf, e->val, len)) {
+		return snprintf(why, wlen, "get: %d, len %u, want len %u%s", ret,
+				len, e->vlen, ret ? "" : " (or other bytes)");
+	}
+	return 0;
+}
+
+/* One random operation; 0, or > 0 with @why filled in. */
+static int rand_op(const struct ctx *c, struct ref *ref, uint64_t *s,
+		   char *why, size_t wlen)
+{
+	static uint8_t val[PMIDX_VALUE_MAX];
+	uint8_t key[PMIDX_KEY_MAX];
+	uint32_t kl, vl, x = rng_below(s, 100), i;
+	bool present;
+	int ret;
+
+	kl = rand_key(s, key);
+	present = ref_find(ref, key, kl);
+	if (x < 45) {	/* put, a tenth of them insert-only */
+		uint16_t flags = x < 10 ? PMIDX_PUT_INSERT : 0;
+
+		vl = rand_vlen(s);
+		for (i = 0; i < vl; i += 8) {
+			uint64_t w = rng_next(s);
+
+			memcpy(val + i, &w, sizeof(w));
+		}
+		ret = op_put(c, key, kl, val, vl, flags);
+		if (flags && present) {
+			if (ret != -EEXIST)
+				return snprintf(why, wlen, "insert of a present key: %d", ret);
+			return 0;
+		}
+		if (ret)
+			return snprintf(why, wlen, "put (%u-byte key, %u-byte value): %d",
+					kl, vl, ret);
+		ref_put(ref, key, kl, val, vl);
+		return 0;
+	}
+	if (x < 65) {
+		ret = op_del(c, key, kl);
+		if (ret != (present ? 0 : -ENOENT))
+			return snprintf(why, wlen, "del of a%s key: %d",
+					present ? " present" : "n absent", ret);
+		ref_del(ref, key, kl);
+		return 0;
+	}
+	if (x < 90)
+		return rand_get(c, ref, s, key, kl, why, wlen);
+	return rand_scan(c, ref, s, why, wlen);
+}
+
+TEST_F_TIMEOUT(data, random_ops_vs_reference, 600)
+{
+	const char *env = getenv("PMIDX_RANDOM_OPS");
+	uint32_t i, ops = env ? atoi(env) : 20000;
+	uint64_t seed = test_seed(), s = seed | 1;
+	struct ref ref = { 0 };
+	char why[256];
+
+	REQUIRE_ENGINE();
+	TH_LOG("seed %llu (PMIDX_SEED=%llu reproduces), %u ops",
+	       (unsigned long long)seed, (unsigned long long)seed, ops);
+	for (i = 0; i < ops; i++) {
+		if (rand_op(&self->c, &ref, &s, why, sizeof(why)) > 0) {
+			TH_LOG("op %u (seed %llu): %s", i, (unsigned long long)seed, why);
+			ASSERT_TRUE(false);
+		}
+		if (i % 5000 == 4999)
+			ASSERT_CONTENT(&ref);
+	}
+	ASSERT_CONTENT(&ref);
+	ASSERT_CHECK(ref.n);
+	ref_free(&ref);
+}
+
+/* ---- concurrent writers and readers --------------------------------- */
+
+#define CW		4	/* writers, each with its own keys */
+#define CR		3	/* readers */
+#define CKEYS		256	/* keys per writer */
+#define COPS		3000	/* operations per writer */
+#define CMAGIC		0x70dacafe
+
+/* Shared by the threads or processes of a concurrency test. */
+struct conc {
+	int		writers_left;
+	int		errors;
+	char		msg[4][200];
+	uint64_t	reads;
+	uint32_t	version[CW][CKEYS];	/* of the last acknowledged op */
+	uint8_t		present[CW][CKEYS];
+};
+
+struct conc_hdr {
+	uint32_t	magic;
+	uint16_t	w, k;
+	uint32_t	ver, len;
+};
+
+/* "cWW.KKKKKK", a quarter of them padded to 60 bytes */
+static uint32_t conc_key(uint32_t w, uint32_t k, char *key)
+{
+	snprintf(key, 64, "c%02u.%06u%s", w, k,
+		 k % 4 ? "" : "-padding-to-sixty-bytes-out-of-line-xxxxxxxxxxxxxx");
+	return k % 4 ? 10 : 60;
+}
+
+static uint32_t conc_value(uint32_t w, uint32_t k, uint32_t ver, uint8_t *buf)
+{
+	struct conc_hdr h = { CMAGIC, w, k, ver, 0 };
+	uint32_t i;
+
+	h.len = sizeof(h) + (ver * 7 + k) % 300 + (ver % 50 ? 0 : 3000);
+	memcpy(buf, &h, sizeof(h));
+	for (i = sizeof(h); i < h.len; i++)
+		buf[i] = ver * 31 + i;
+	return h.len;
+}
+
+/* 0 and *@ver when @val is a value written for key (@w, @k). */
+static int conc_parse(uint32_t w, uint32_t k, const uint8_t *val, uint32_t len,
+		      uint32_t *ver)
+{
+	uint8_t want[4096];
+	struct conc_hdr h;
+
+	if (len < sizeof(h))
+		return -1;
+	memcpy(&h, val, sizeof(h));
+	if (h.magic != CMAGIC || h.w != w || h.k != k || h.len != len)
+		return -1;
+	if (conc_value(w, k, h.ver, want) != len || memcmp(want, val, len))
+		return -1;
+	*ver = h.ver;
+	return 0;
+}
+
+static void conc_fail(struct conc *sh, const char *fmt, ...)
+{
+	int n = __atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
+	va_list ap;
+
+	if (n >= 4)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sh->msg[n], sizeof(sh->msg[n]), fmt, ap);
+	va_end(ap);
+}
+
+static void conc_writer(const struct ctx *c, struct conc *sh, uint32_t w,
+			uint64_t seed)
+{
+	static __thread uint8_t val[4096], buf[4096];
+	uint32_t ver[CKEYS] = { 0 }, op, k, vl, len;
+	bool present[CKEYS] = { false };
+	uint64_t s = seed * 2 + w * 0x9e3779b97f4a7c15ULL + 1;
+	char key[64];
+	uint32_t kl;
+	int ret;
+
+	for (op = 0; op < COPS && !__atomic_load_n(&sh->errors, __ATOMIC_RELAXED); op++) {
+		k = rng_below(&s, CKEYS);
+		kl = conc_key(w, k, key);
+		ver[k]++;
+		if (present[k] && rng_below(&s, 4) == 0) {
+			ret = op_del(c, key, kl);
+			present[k] = false;
+		} else {
+			vl = conc_value(w, k, ver[k], val);
+			ret = op_put(c, key, kl, val, vl,
+				     present[k] ? 0 : PMIDX_PUT_INSERT);
+			present[k] = true;
+		}
+		if (ret) {
+			conc_fail(sh, "writer %u: op %u on key %u: %d", w, op, k, ret);
+			break;
+		}
+		/* read your own write */
+		len = sizeof(buf);
+		ret = op_get(c, key, kl, buf, &len);
+		if (present[k] ? ret || conc_parse(w, k, buf, len, &vl) || vl != ver[k]
+			       : ret != -ENOENT)
+			conc_fail(sh, "writer %u: key %u version %u not read back (%d)",
+				  w, k, ver[k], ret);
+		__atomic_store_n(&sh->version[w][k], ver[k], __ATOMIC_RELEASE);
+		__atomic_store_n(&sh->present[w][k], present[k], __ATOMIC_RELEASE);
+	}
+	__atomic_sub_fetch(&sh->writers_left, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A scan over one writer's keys: ascending, each value valid for its key. */
+static void conc_scan(const struct ctx *c, struct conc *sh, uint32_t w,
+		      uint32_t *maxver)
+{
+	static __thread uint8_t buf[1 << 16];
+	char start[8], end[8], prev[64];
+	uint32_t off = 0, i, kl, vl, pl = 0, pw, pk, ver;
+	const uint8_t *k, *v;
+	struct scan_req r;
+	int ret;
+
+	snprintf(start, sizeof(start), "c%02u.", w);
+	snprintf(end, sizeof(end), "c%02u/", w);
+	r = (struct scan_req){ .start = start, .start_len = 4, .end = end,
+			       .end_len = 4, .count = 64, .buf = buf,
+			       .len = sizeof(buf) };
+	ret = op_scan(c, &r);
+	if (ret) {
+		conc_fail(sh, "reader: scan of writer %u: %d", w, ret);
+		return;
+	}
+	for (i = 0; i < r.count; i++) {
+		if (rec_next(buf, r.len, &off, &k, &kl, &v, &vl) || kl > 63 ||
+		    (pl && key_cmp(prev, pl, k, kl) >= 0) ||
+		    sscanf((const char *)k, "c%02u.%06u", &pw, &pk) != 2 ||
+		    pw != w || pk >= CKEYS || conc_parse(w, pk, v, vl, &ver)) {
+			conc_fail(sh, "reader: scan of writer %u: bad record %u", w, i);
+			return;
+		}
+		if (ver < maxver[w * CKEYS + pk])
+			conc_fail(sh, "reader: scan: key %u/%u went back from version %u to %u",
+				  w, pk, maxver[w * CKEYS + pk], ver);
+		maxver[w * CKEYS + pk] = ver;
+		memcpy(prev, k, kl);
+		pl = kl;
+	}
+}
+
+static void conc_reader(const struct ctx *c, struct conc *sh, uint32_t id,
+			uint64_t seed)
+{
+	static __thread uint8_t buf[4096];
+	uint64_t s = seed * 3 + id * 0x2545f4914f6cdd1dULL + 7, n = 0;
+	uint32_t *maxver = calloc(CW * CKEYS, sizeof(*maxver));
+	uint32_t w, k, kl, len, ver;
+	char key[64];
+	int ret;
+
+	while (__atomic_load_n(&sh->writers_left, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&sh->errors, __ATOMIC_RELAXED)) {
+		w = rng_below(&s, CW);
+		if (rng_below(&s, 10) == 0) {
+			conc_scan(c, sh, w, maxver);
+			continue;
+		}
+		k = rng_below(&s, CKEYS);
+		kl = conc_key(w, k, key);
+		len = sizeof(buf);
+		ret = op_get(c, key, kl, buf, &len);
+		n++;
+		if (ret == -ENOENT)
+			continue;
+		if (ret || conc_parse(w, k, buf, len, &ver)) {
+			conc_fail(sh, "reader: get of key %u/%u: %d, bad value", w, k, ret);
+			break;
+		}
+		if (ver < maxver[w * CKEYS + k])
+			conc_fail(sh, "reader: key %u/%u went back from version %u to %u",
+				  w, k, maxver[w * CKEYS + k], ver);
+		maxver[w * CKEYS + k] = ver;
+	}
+	__atomic_add_fetch(&sh->reads, n, __ATOMIC_SEQ_CST);
+	free(maxver);
+}
+
+struct conc_arg {
+	const struct ctx	*c;
+	struct conc		*sh;
+	uint32_t		id;	/* < CW: writer, else reader */
+	uint64_t		seed;
+};
+
+static void *conc_thread(void *p)
+{
+	struct conc_arg *a = p;
+
+	if (a->id < CW)
+		conc_writer(a->c, a->sh, a->id, a->seed);
+	else
+		conc_reader(a->c, a->sh, a->id - CW, a->seed);
+	return NULL;
+}
+
+/* The index holds what each writer acknowledged last, and checks. */
+static int conc_verify(const struct ctx *c, struct conc *sh, uint32_t *keys)
+{
+	static uint8_t val[4096];
+	struct ref want = { 0 }, got;
+	uint32_t w, k, kl, vl;
+	char key[64];
+	int ret;
+
+	for (w = 0; w < CW; w++) {
+		for (k = 0; k < CKEYS; k++) {
+			if (!sh->present[w][k])
+				continue;
+			kl = conc_key(w, k, key);
+			vl = conc_value(w, k, sh->version[w][k], val);
+			ref_put(&want, key, kl, val, vl);
+		}
+	}
+	ret = snapshot(c, &got);
+	if (!ret && !ref_equal(&want, &got))
+		ret = -EBADMSG;
+	*keys = want.n;
+	ref_free(&want);
+	if (!ret)
+		ref_free(&got);
+	return ret;
+}
+
+static void conc_report(struct __test_metadata *_metadata, struct conc *sh)
+{
+	int i;
+
+	for (i = 0; i < sh->errors && i < 4; i++)
+		TH_LOG("%s", sh->msg[i]);
+}
+
+TEST_F_TIMEOUT(data, concurrent_threads, 300)
+{
+	struct conc_arg args[CW + CR];
+	pthread_t tid[CW + CR];
+	uint64_t seed = test_seed();
+	struct conc *sh;
+	uint32_t i, keys;
+
+	REQUIRE_ENGINE();
+	TH_LOG("seed %llu, %d writer and %d reader threads", (unsigned long long)seed, CW, CR);
+	sh = calloc(1, sizeof(*sh));
+	ASSERT_NE(NULL, sh);
+	sh->writers_left = CW;
+	for (i = 0; i < CW + CR; i++) {
+		args[i] = (struct conc_arg){ &self->c, sh, i, seed };
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, conc_thread, &args[i]));
+	}
+	for (i = 0; i < CW + CR; i++)
+		pthread_join(tid[i], NULL);
+	conc_report(_metadata, sh);
+	ASSERT_EQ(0, sh->errors);
+	ASSERT_LT(0, sh->reads);
+	ASSERT_EQ(0, conc_verify(&self->c, sh, &keys));
+	ASSERT_CHECK(keys);
+	free(sh);
+}
+
+TEST_F_TIMEOUT(data, concurrent_processes, 300)
+{
+	uint64_t seed = test_seed();
+	pid_t pid[CW + CR];
+	struct conc *sh;
+	struct ctx own;
+	uint32_t i, keys;
+	int status;
+
+	REQUIRE_ENGINE();
+	TH_LOG("seed %llu, %d writer and %d reader processes", (unsigned long long)seed, CW, CR);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	sh->writers_left = CW;
+	for (i = 0; i < CW + CR; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i])
+			continue;
+		/* every other process opens the device itself */
+		own = self->c;
+		if (i % 2)
+			own.fd = open(self->devpath, O_RDWR | O_CLOEXEC);
+		if (own.fd < 0) {
+			conc_fail(sh, "process %u: open %s: %d", i, self->devpath, -errno);
+			if (i < CW)
+				__atomic_sub_fetch(&sh->writers_left, 1, __ATOMIC_SEQ_CST);
+		} else if (i < CW)
+			conc_writer(&own, sh, i, seed);
+		else
+			conc_reader(&own, sh, i - CW, seed);
+		_exit(0);
+	}
+	for (i = 0; i < CW + CR; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("process %u: status 0x%x", i, status);
+	}
+	conc_report(_metadata, sh);
+	ASSERT_EQ(0, sh->errors);
+	ASSERT_LT(0, sh->reads);
+	ASSERT_EQ(0, conc_verify(&self->c, sh, &keys));
+	ASSERT_CHECK(keys);
+	munmap(sh, sizeof(*sh));
+}
+
+/* ---- bad input: refused, index unchanged ---------------------------- */
+
+/* Run @base with one field changed; it must fail with @err. */
+#define TRY(err, base, change) do {					\
+	struct pmidx_cmd __c = (base);					\
+	__c.change;							\
+	EXPECT_EQ(err, self->c.path->cmd(self->c.fd, &__c))		\
+		TH_LOG("%s with %s", #base, #change);			\
+} while (0)
+
+/* A few keys to find unchanged after the bad commands. */
+static int fill_few(const struct ctx *c, struct ref *before)
+{
+	static uint8_t big[5000];
+	int ret;
+
+	memset(big, 'b', sizeof(big));
+	ret = put_str(c, "present", "value") ?: put_str(c, "a", "1") ?:
+	      op_put(c, "big", 3, big, sizeof(big), 0) ?:
+	      put_str(c, "zzz", "last");
+	return ret ?: snapshot(c, before);
+}
+
+TEST_F(data, bad_commands)
+{
+	static uint8_t big[PMIDX_VALUE_MAX + 1], out[4096];
+	uint8_t k256[PMIDX_KEY_MAX + 1];
+	struct pmidx_cmd put, get, del, scan, check, lookup;
+	uint32_t ix = self->c.index;
+	struct ref before;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, fill_few(&self->c, &before));
+	memset(k256, 'x', sizeof(k256));
+	put = (struct pmidx_cmd){ .op = PMIDX_OP_PUT, .index = ix,
+		.key = uptr("bad-key"), .key_len = 7, .val = uptr("v"), .val_len = 1 };
+	get = (struct pmidx_cmd){ .op = PMIDX_OP_GET, .index = ix,
+		.key = uptr("present"), .key_len = 7, .val = uptr(out), .val_len = 64 };
+	del = (struct pmidx_cmd){ .op = PMIDX_OP_DEL, .index = ix,
+		.key = uptr("present"), .key_len = 7 };
+	scan = (struct pmidx_cmd){ .op = PMIDX_OP_SCAN, .index = ix,
+		.count = 10, .val = uptr(out), .val_len = sizeof(out) };
+	check = (struct pmidx_cmd){ .op = PMIDX_OP_CHECK, .index = ix };
+	lookup = (struct pmidx_cmd){ .op = PMIDX_OP_LOOKUP,
+		.key = uptr(INDEX_NAME), .key_len = strlen(INDEX_NAME) };
+
+	/* unknown ops */
+	TRY(-EOPNOTSUPP, put, op = 0);
+	TRY(-EOPNOTSUPP, put, op = __PMIDX_OP_MAX);
+	TRY(-EOPNOTSUPP, put, op = 0xff);
+	TRY(-EOPNOTSUPP, get, op = 0x80);
+	/* reserved fields, and result, must be zero */
+	TRY(-EINVAL, put, reserved0 = 1);
+	TRY(-EINVAL, put, reserved[0] = 1);
+	TRY(-EINVAL, put, reserved[1] = 1ULL << 32);
+	TRY(-EINVAL, put, reserved[2] = 1ULL << 63);
+	TRY(-EINVAL, put, result = 1);
+	TRY(-EINVAL, get, reserved0 = 0x80);
+	TRY(-EINVAL, get, result = ~0ULL);
+	TRY(-EINVAL, del, reserved[1] = 1);
+	TRY(-EINVAL, scan, reserved[2] = 1);
+	TRY(-EINVAL, check, reserved0 = 1);
+	TRY(-EINVAL, check, result = 1);
+	TRY(-EINVAL, lookup, reserved[0] = 1);
+	TRY(-EINVAL, lookup, result = 2);
+	/* unknown flags, and flags of another op */
+	TRY(-EINVAL, put, flags = 1U << 2);
+	TRY(-EINVAL, put, flags = PMIDX_SCAN_AFTER);
+	TRY(-EINVAL, put, flags = PMIDX_SCAN_MORE);
+	TRY(-EINVAL, put, flags = PMIDX_PUT_INSERT | (1U << 7));
+	TRY(-EINVAL, scan, flags = PMIDX_PUT_INSERT);
+	TRY(-EINVAL, scan, flags = PMIDX_SCAN_MORE);	/* output only */
+	TRY(-EINVAL, scan, flags = PMIDX_SCAN_AFTER | (1U << 14));
+	TRY(-EINVAL, get, flags = PMIDX_PUT_INSERT);
+	TRY(-EINVAL, get, flags = PMIDX_SCAN_AFTER);
+	TRY(-EINVAL, del, flags = PMIDX_PUT_INSERT);
+	TRY(-EINVAL, check, flags = 1);
+	TRY(-EINVAL, lookup, flags = 0x8000);
+	/* fields the op does not use must be zero */
+	TRY(-EINVAL, put, end_key = uptr("e"));
+	TRY(-EINVAL, put, end_key_len = 1);
+	TRY(-EINVAL, put, count = 1);
+	TRY(-EINVAL, get, end_key = uptr("e"));
+	TRY(-EINVAL, get, count = 5);
+	TRY(-EINVAL, del, val = uptr(out));
+	TRY(-EINVAL, del, val_len = 1);
+	TRY(-EINVAL, del, count = 1);
+	TRY(-EINVAL, del, end_key_len = 1);
+	TRY(-EINVAL, check, key = uptr("present"));
+	TRY(-EINVAL, check, key_len = 7);
+	TRY(-EINVAL, check, val = uptr(out));
+	TRY(-EINVAL, check, val_len = 8);
+	TRY(-EINVAL, check, count = 1);
+	TRY(-EINVAL, check, end_key = uptr("e"));
+	TRY(-EINVAL, lookup, index = ix + 1);
+	TRY(-EINVAL, lookup, val = uptr(out));
+	TRY(-EINVAL, lookup, val_len = 4);
+	TRY(-EINVAL, lookup, count = 1);
+	TRY(-EINVAL, scan, count = 0);
+	/* lengths */
+	TRY(-EINVAL, put, key_len = 0);
+	TRY(-EINVAL, get, key_len = 0);
+	TRY(-EINVAL, del, key_len = 0);
+	TRY(-EINVAL, put, key = uptr(k256); __c.key_len = 256);
+	TRY(-EINVAL, get, key = uptr(k256); __c.key_len = 256);
+	TRY(-EINVAL, del, key_len = ~0U);
+	TRY(-EINVAL, scan, key = uptr(k256); __c.key_len = 256);
+	TRY(-EINVAL, scan, end_key = uptr(k256); __c.end_key_len = 256);
+	TRY(-E2BIG, put, val = uptr(big); __c.val_len = PMIDX_VALUE_MAX + 1);
+	TRY(-E2BIG, put, val_len = ~0U);
+	TRY(-EINVAL, lookup, key_len = 0);
+	TRY(-EINVAL, lookup, key = uptr(k256); __c.key_len = PMIDX_NAME_MAX + 1);
+	TRY(-EINVAL, lookup, key = uptr("da\0a"); __c.key_len = 4);
+	/* a length without a pointer */
+	TRY(-EFAULT, put, key = 0);
+	TRY(-EFAULT, put, val = 0);
+	TRY(-EFAULT, get, val = 0);
+	TRY(-EFAULT, del, key = 0);
+	TRY(-EFAULT, scan, val = 0);
+	TRY(-EFAULT, scan, end_key_len = 3);
+	TRY(-EFAULT, scan, key_len = 3);
+	TRY(-EFAULT, lookup, key = 0);
+	/* unknown index ids */
+	TRY(-ENXIO, put, index = ix + 1);
+	TRY(-ENXIO, put, index = PMIDX_MAX_INDEXES - 1);
+	TRY(-ENXIO, put, index = PMIDX_MAX_INDEXES);
+	TRY(-ENXIO, put, index = ~0U);
+	TRY(-ENXIO, get, index = ix + 7);
+	TRY(-ENXIO, del, index = 1U << 31);
+	TRY(-ENXIO, scan, index = ix + 1);
+	TRY(-ENXIO, check, index = ix + 1);
+
+	ASSERT_CONTENT(&before);
+	ASSERT_CHECK(before.n);
+	ref_free(&before);
+}
+
+/* A page that is not mapped and one that is read-only. */
+struct bad_mem {
+	uint8_t *rw;		/* page 0: read-write */
+	uint8_t *hole;		/* page 1: not mapped */
+	uint8_t *ro;		/* page 2: read-only */
+	size_t page;
+};
+
+static int bad_mem_map(struct bad_mem *m)
+{
+	m->page = getpagesize();
+	m->rw = mmap(NULL, 3 * m->page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->rw == MAP_FAILED)
+		return -errno;
+	m->hole = m->rw + m->page;
+	m->ro = m->rw + 2 * m->page;
+	memset(m->ro, 'r', m->page);
+	if (munmap(m->hole, m->page) || mprotect(m->ro, m->page, PROT_READ))
+		return -errno;
+	return 0;
+}
+
+TEST_F(data, bad_pointers)
+{
+	static uint8_t out[4096];
+	struct pmidx_cmd put, get, del, scan, lookup;
+	uint32_t ix = self->c.index;
+	struct ref before;
+	struct bad_mem m;
+	uint8_t *edge;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, fill_few(&self->c, &before));
+	ASSERT_EQ(0, bad_mem_map(&m));
+	/* 16 bytes that start mapped and run into the hole */
+	edge = m.hole - 8;
+	memset(edge, 'e', 8);
+	put = (struct pmidx_cmd){ .op = PMIDX_OP_PUT, .index = ix,
+		.key = uptr("bad-key"), .key_len = 7, .val = uptr("v"), .val_len = 1 };
+	get = (struct pmidx_cmd){ .op = PMIDX_OP_GET, .index = ix,
+		.key = uptr("present"), .key_len = 7, .val = uptr(out), .val_len = 64 };
+	del = (struct pmidx_cmd){ .op = PMIDX_OP_DEL, .index = ix,
+		.key = uptr("present"), .key_len = 7 };
+	scan = (struct pmidx_cmd){ .op = PMIDX_OP_SCAN, .index = ix,
+		.count = 10, .val = uptr(out), .val_len = sizeof(out) };
+	lookup = (struct pmidx_cmd){ .op = PMIDX_OP_LOOKUP,
+		.key = uptr(INDEX_NAME), .key_len = strlen(INDEX_NAME) };
+
+	TRY(-EFAULT, put, key = uptr(m.hole));
+	TRY(-EFAULT, put, key = uptr(edge); __c.key_len = 16);
+	TRY(-EFAULT, put, val = uptr(m.hole));
+	TRY(-EFAULT, put, val = uptr(edge); __c.val_len = 16);
+	TRY(-EFAULT, put, val = uptr(edge); __c.val_len = 5000);
+	TRY(-EFAULT, get, key = uptr(m.hole));
+	TRY(-EFAULT, get, val = uptr(m.hole));
+	TRY(-EFAULT, get, val = uptr(m.ro));		/* written back into */
+	TRY(-EFAULT, get, key = uptr("big"); __c.key_len = 3;
+	    __c.val = uptr(edge); __c.val_len = 5000);
+	TRY(-EFAULT, del, key = uptr(m.hole));
+	TRY(-EFAULT, del, key = uptr(edge); __c.key_len = 9);
+	TRY(-EFAULT, scan, key = uptr(m.hole); __c.key_len = 1);
+	TRY(-EFAULT, scan, end_key = uptr(m.hole); __c.end_key_len = 1);
+	TRY(-EFAULT, scan, val = uptr(m.hole));
+	TRY(-EFAULT, scan, val = uptr(m.ro); __c.val_len = m.page);
+	TRY(-EFAULT, scan, val = uptr(edge); __c.val_len = 4096);
+	TRY(-EFAULT, lookup, key = uptr(m.hole));
+	TRY(-EFAULT, lookup, key = uptr(m.hole - 2); __c.key_len = 4);
+	/* a read-only key or value is fine to read */
+	memcpy(edge, "ro-ok\0\0\0", 8);
+	ASSERT_EQ(0, op_put(&self->c, edge, 5, m.ro, 100, 0));
+	ASSERT_EQ(0, get_is(&self->c, "ro-ok", 5, m.ro, 100));
+	ASSERT_EQ(0, op_del(&self->c, "ro-ok", 5));
+
+	ASSERT_CONTENT(&before);
+	ASSERT_CHECK(before.n);
+	ref_free(&before);
+	munmap(m.rw, m.page);
+	munmap(m.ro, m.page);
+}
+
+/* The ioctl itself: its number and the command struct's address. */
+TEST_F(data, bad_ioctl)
+{
+	static const unsigned long wrong[] = {
+		_IOWR(PMIDX_IOC_MAGIC, 2, struct pmidx_cmd),
+		_IOWR(PMIDX_IOC_MAGIC, 0, struct pmidx_cmd),
+		_IOWR(PMIDX_IOC_MAGIC, 1, struct pmidx_rec),
+		_IOWR(PMIDX_IOC_MAGIC, 1, uint8_t[88]),
+		_IOW(PMIDX_IOC_MAGIC, 1, struct pmidx_cmd),
+		_IOR(PMIDX_IOC_MAGIC, 1, struct pmidx_cmd),
+		_IO(PMIDX_IOC_MAGIC, 1),
+		_IOWR(PMIDX_IOC_MAGIC + 1, 1, struct pmidx_cmd),
+		0x5401,		/* TCGETS */
+		0,
+	};
+	struct pmidx_cmd *ro, cmd;
+	struct ref before;
+	struct bad_mem m;
+	unsigned int i;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, fill_few(&self->c, &before));
+	for (i = 0; i < ARRAY_SIZE(wrong); i++) {
+		/* a valid PUT behind a wrong number must not run */
+		cmd = (struct pmidx_cmd){ .op = PMIDX_OP_PUT, .index = self->c.index,
+			.key = uptr("bad-key"), .key_len = 7 };
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(self->c.fd, wrong[i], &cmd));
+		EXPECT_EQ(ENOTTY, errno) TH_LOG("ioctl 0x%lx", wrong[i]);
+	}
+	ASSERT_EQ(0, bad_mem_map(&m));
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->c.fd, PMIDX_IOC_CMD, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->c.fd, PMIDX_IOC_CMD, m.hole));
+	EXPECT_EQ(EFAULT, errno);
+	/* straddling the hole */
+	cmd = (struct pmidx_cmd){ .op = PMIDX_OP_PUT, .index = self->c.index,
+		.key = uptr("bad-key"), .key_len = 7 };
+	memcpy(m.hole - 40, &cmd, 40);
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->c.fd, PMIDX_IOC_CMD, m.hole - 40));
+	EXPECT_EQ(EFAULT, errno);
+	/* a GET whose outputs cannot be written back */
+	ro = (struct pmidx_cmd *)(m.rw + m.page - sizeof(*ro));
+	*ro = (struct pmidx_cmd){ .op = PMIDX_OP_GET, .index = self->c.index,
+		.key = uptr("present"), .key_len = 7 };
+	ASSERT_EQ(0, mprotect(m.rw, m.page, PROT_READ));
+	errno = 0;
+	EXPECT_EQ(-1, ioctl(self->c.fd, PMIDX_IOC_CMD, ro));
+	EXPECT_EQ(EFAULT, errno);
+
+	ASSERT_CONTENT(&before);
+	ASSERT_CHECK(before.n);
+	ref_free(&before);
+	munmap(m.rw, m.page);
+	munmap(m.ro, m.page);
+}
+
+/* ---- indexes: lookup, isolation, persistence across detach ---------- */
+
+TEST_F(data, lookup_and_isolation)
+{
+	char name[PMIDX_NAME_MAX + 2];
+	struct ctx other = self->c;
+	uint64_t engine;
+	uint32_t id;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(-ENOENT, op_lookup(&self->c, "nosuch", &id, &engine));
+	memset(name, 'n', sizeof(name));
+	name[PMIDX_NAME_MAX] = 0;
+	ASSERT_EQ(-ENOENT, op_lookup(&self->c, name, &id, &engine));
+	name[PMIDX_NAME_MAX] = 'n';
+	name[PMIDX_NAME_MAX + 1] = 0;
+	ASSERT_EQ(-EINVAL, op_lookup(&self->c, name, &id, &engine));
+	ASSERT_EQ(0, op_lookup(&self->c, INDEX_NAME, &id, &engine));
+	ASSERT_EQ(self->c.index, id);
+	ASSERT_EQ(variant->engine_id, engine);
+	/* a second index of the same engine is another keyspace */
+	ASSERT_EQ(0, pm_create(&self->nl, "other", variant->engine_id));
+	ASSERT_EQ(0, op_lookup(&self->c, "other", &other.index, &engine));
+	ASSERT_NE(self->c.index, other.index);
+	ASSERT_EQ(0, put_str(&self->c, "k", "in data"));
+	ASSERT_EQ(-ENOENT, get_str(&other, "k", ""));
+	ASSERT_EQ(0, put_str(&other, "k", "in other"));
+	ASSERT_EQ(0, get_str(&self->c, "k", "in data"));
+	ASSERT_EQ(0, get_str(&other, "k", "in other"));
+	ASSERT_EQ(0, op_del(&other, "k", 1));
+	ASSERT_EQ(0, get_str(&self->c, "k", "in data"));
+	ASSERT_CHECK(1);
+	/* an open char device pins the pool's indexes */
+	ASSERT_EQ(-EBUSY, pm_drop(&self->nl, "other"));
+}
+
+TEST_F_TIMEOUT(data, persists_across_detach, 120)
+{
+	static uint8_t val[PMIDX_VALUE_MAX];
+	uint64_t s = test_seed() | 1;
+	struct ref ref = { 0 };
+	uint8_t key[PMIDX_KEY_MAX];
+	uint32_t i, kl, vl;
+
+	REQUIRE_ENGINE();
+	for (i = 0; i < 2000; i++) {
+		kl = rand_key(&s, key);
+		vl = rand_vlen(&s);
+		memset(val, i, vl);
+		ASSERT_EQ(0, op_put(&self->c, key, kl, val, vl, 0));
+		ref_put(&ref, key, kl, val, vl);
+		if (i % 3 == 0) {
+			kl = rand_key(&s, key);
+			if (ref_del(&ref, key, kl))
+				ASSERT_EQ(0, op_del(&self->c, key, kl));
+		}
+	}
+	close(self->c.fd);
+	self->c.fd = -1;
+	ASSERT_EQ(0, pm_detach(&self->nl, self->p.name)) TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, open_index(self, variant));
+	ASSERT_CONTENT(&ref);
+	ASSERT_CHECK(ref.n);
+	/* and it is still writable */
+	ASSERT_EQ(0, put_str(&self->c, "after", "reattach"));
+	ASSERT_EQ(0, get_str(&self->c, "after", "reattach"));
+	ASSERT_CHECK(ref.n + !ref_find(&ref, "after", 5));
+	ref_free(&ref);
+}
+
+TEST_HARNESS_MAIN
