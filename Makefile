@@ -70,7 +70,7 @@ selftests: $(SELFTEST_BIN)
 $(BIN)/selftests/%: selftests/vm/%.c $(KSFT_HDR) uapi/linux/pmidx.h $(wildcard selftests/vm/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -I $(KSFT_DIR) -I selftests/vm $(CFLAGS) \
-		-Wno-unused-function $(NL_CFLAGS) $< -o $@ $(NL_LIBS) -lpthread
+		-Wno-unused-function $(NL_CFLAGS) $< -o $@ $(NL_LIBS) -luring -lpthread
 
 checkpatch: $(KSFT_HDR)
 	$(KSFT_DIR)/checkpatch.pl --no-tree --terse --show-types \

@@ -25,6 +25,7 @@
 #include "kselftest_harness.h"
 #include "pmidx_nl.h"
 #include "pmidx_data.h"
+#include "uring_path.h"
 
 #define INDEX_NAME	"data"
 
@@ -239,6 +240,18 @@ FIXTURE_VARIANT_ADD(data, ccl) {
 	.engine		= "ccl",
 	.engine_id	= PMIDX_ENGINE_CCL,
 	.path		= &ioctl_path,
+};
+
+FIXTURE_VARIANT_ADD(data, utree_uring) {
+	.engine		= "utree",
+	.engine_id	= PMIDX_ENGINE_UTREE,
+	.path		= &uring_path,
+};
+
+FIXTURE_VARIANT_ADD(data, ccl_uring) {
+	.engine		= "ccl",
+	.engine_id	= PMIDX_ENGINE_CCL,
+	.path		= &uring_path,
 };
 
 static int open_index(FIXTURE_DATA(data) *self,
