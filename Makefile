@@ -35,6 +35,7 @@ SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 all: module libpmidx tools selftests
 
 include libpmidx/libpmidx.mk
+include tools/testing/user.mk
 
 install: install-libpmidx
 

@@ -353,7 +353,7 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 {
 	struct pmidx_chunk *c;
 	u64 base, end;
-	u32 idx, sh;
+	u32 idx, first, sh;
 	bool live;
 
 	if (off < a->data_off || off + len < off)
@@ -361,12 +361,19 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 	idx = (off - a->data_off) >> PMIDX_CHUNK_SHIFT;
 	if (idx >= a->nr_chunks)
 		return false;
+	first = idx;
 	while (idx && a->chunks[idx].type == PMIDX_CHUNK_RUN_TAIL)
 		idx--;
 	c = &a->chunks[idx];
 	spin_lock(&c->lock);
 	switch (c->type) {
 	case PMIDX_CHUNK_SLAB:
+		/* orphan run tails after a slab (until recovery frees them) */
+		if (idx != first) {
+			end = 0;
+			live = false;
+			break;
+		}
 		sh = class_shift(c->class);
 		base = off & ~(((u64)1 << sh) - 1);
 		end = base + ((u64)1 << sh);
@@ -546,6 +553,8 @@ static void rebuild_lists(struct pmidx_alloc *a)
 	u64 used = 0, objects = 0;
 	u32 i, j;
 
+	for (i = 0; i < PMIDX_NR_CLASSES; i++)
+		INIT_LIST_HEAD(&a->classes[i].partial);
 	bitmap_zero(a->free_map, a->nr_chunks);
 	a->free_chunks = 0;
 	for (i = 0; i < a->nr_chunks; i++) {

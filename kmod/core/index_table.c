@@ -54,7 +54,9 @@ int pmidx_name_check(const char *name, const char **why)
 		return -ENAMETOOLONG;
 	}
 	for (i = 0; i < len; i++) {
-		if (!isalnum(name[i]) && !strchr("._:-", name[i])) {
+		/* isascii(): the kernel's isalnum() also takes Latin-1 letters */
+		if (!isascii(name[i]) ||
+		    (!isalnum(name[i]) && !strchr("._:-", name[i]))) {
 			*why = "index name may only hold letters, digits and ._:-";
 			return -EINVAL;
 		}

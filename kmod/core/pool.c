@@ -127,6 +127,35 @@ static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
 	return 0;
 }
 
+/*
+ * A clean attach trusts the written-back allocator state, but every root
+ * must still be a distinct live object: drop-index would otherwise free
+ * a free slot or one object twice.
+ */
+static int check_roots(struct pmidx_pool *pool, const char **why)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		struct pmidx_index *idx = pool->indexes[i];
+
+		if (!idx)
+			continue;
+		if (pmidx_alloc_size(&pool->alloc, idx->root) < PMIDX_INDEX_ROOT_SIZE ||
+		    !pmidx_alloc_valid(&pool->alloc, idx->root, PMIDX_INDEX_ROOT_SIZE))
+			goto bad;
+		for (j = 0; j < i; j++)
+			if (pool->indexes[j] && pool->indexes[j]->root == idx->root)
+				goto bad;
+	}
+	return 0;
+bad:
+	pr_warn("pmidx: index %u root %#llx is not an allocated object\n", i,
+		pool->indexes[i]->root);
+	*why = "index root does not point to an allocated object";
+	return -EUCLEAN;
+}
+
 static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 {
 	struct pmidx_recover rc = { .clean = clean, .threads = num_online_cpus() };
@@ -135,6 +164,8 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 
 	if (clean) {
 		ret = pmidx_alloc_load_clean(&pool->alloc, why);
+		if (!ret)
+			ret = check_roots(pool, why);
 		if (!ret)
 			goto open;
 		if (ret != -EUCLEAN)

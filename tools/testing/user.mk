@@ -10,15 +10,22 @@
 #   check-user-crash   ADR/eADR crash simulator over multi-step workloads
 #   check-user-fuzz    libFuzzer on pool images (bounded), plus the plain
 #                      replay driver over the corpus
-#   check-user-suites  all of the above; ends with "N passed, N failed"
+#   check-user-engines the real engines: key/value round trips, recovery,
+#                      crash simulation (plain and ASan)
+#   check-user-suites  all of the above ($(USER_SUITES)); ends with
+#                      "N passed, N failed"
 #
 #   user-tools         build/user/pmidx-poolfile, build/user/pmidx-xpline,
-#                      build/user/libpmidx-user.a (core + shim + pool file)
+#                      build/user/libpmidx-user.a (core + engines + shim +
+#                      pool files + crash simulator + XPLine model)
 #
 # Knobs: USER_CLANG (clang binary, empty to use $(CC) everywhere),
-# USER_FUZZ_TIME (seconds, default 30), USER_CRASH_ARGS, USER_SEED.
+# USER_SUITES (what check-user-suites runs), USER_FUZZ_TIME (seconds,
+# default 30), USER_SEED (base seed), USER_CRASH_ARGS, USER_JOBS.
+# See tools/testing/README.md.
 
 _USER_SAVED_GOAL := $(.DEFAULT_GOAL)
+USER_MK_FILE	:= $(lastword $(MAKEFILE_LIST))
 
 B		?= build
 UB		:= $(B)/user
@@ -30,9 +37,13 @@ USER_SEED	?=
 USER_CRASH_ARGS	?=
 
 USER_CPPFLAGS	:= -D_GNU_SOURCE -I tools/include -I uapi -I kmod -I tools/testing \
-		   -I selftests/user
+		   -I selftests/user -I $(UB)/gen
+# the kernel's own warning set (Makefile, scripts/Makefile.extrawarn, W=0)
 USER_WARN	:= -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
-		   -Wno-missing-field-initializers
+		   -Wno-missing-field-initializers -Wno-type-limits \
+		   -Wno-shift-negative-value -Wno-pointer-sign \
+		   -Wno-format-truncation -Wno-format-overflow -Wno-stringop-truncation \
+		   -Wno-stringop-overflow -Wno-restrict -Wno-address-of-packed-member
 USER_BASE	:= -std=gnu11 -g -pthread -fno-strict-aliasing -MMD -MP $(USER_WARN)
 
 # per-variant compiler and flags
@@ -50,34 +61,157 @@ USER_CC_replay	:= $(USER_CC)
 USER_FL_replay	:= -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		   -fno-sanitize-recover=all
 
+# kmod/core and kmod/engines compile unchanged, whatever files they hold
 USER_CORE_SRC	:= $(wildcard kmod/core/*.c)
+USER_ENGINE_SRC	:= $(wildcard kmod/engines/*/*.c)
 USER_SHIM_SRC	:= $(wildcard tools/testing/shim/*.c)
 USER_TOOL_SRC	:= tools/testing/pool_file.c tools/testing/crashsim.c \
 		   tools/testing/xpline.c selftests/user/harness.c
-USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
+USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
+USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
+		   tools/testing/null-engine.c
 
 USER_VARIANTS	:= plain asan tsan fuzz replay
+
+# the engines' own crash tests: selftests/user/<engine>-crash.c
+USER_ENG_CRASH_ALL := $(filter-out test-crash,\
+		      $(patsubst selftests/user/%.c,%,$(wildcard selftests/user/*-crash.c)))
 
 # $(1): variant
 define USER_VARIANT_RULES
 USER_OBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_LIB_SRC))
--include $$(USER_OBJ_$(1):.o=.d)
 
 $(UB)/$(1)/obj/%.o: %.c
 	@mkdir -p $$(@D)
-	$$(USER_CC_$(1)) $$(USER_CPPFLAGS) $$(USER_BASE) $$(USER_FL_$(1)) -c $$< -o $$@
+	@echo "  CC [$(1)] $$<"
+	@$$(USER_CC_$(1)) $$(USER_CPPFLAGS) $$(USER_BASE) $$(USER_FL_$(1)) \
+		$$(if $$(findstring clang,$$(USER_CC_$(1))),-Wno-unknown-warning-option) \
+		-c $$< -o $$@
 
+USER_COREOBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_NOENG_SRC))
+
+$(UB)/$(1)/obj/tools/testing/null-engine.o: $(UB)/gen/null-engines.inc
+
+# core + engines + shim + tools: what libpmidx and the tools link
 $(UB)/$(1)/libpmidx-user.a: $$(USER_OBJ_$(1))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@echo "  AR [$(1)] $$@"
+	@ar rcs $$@ $$^
 
-$(UB)/$(1)/%: $(UB)/$(1)/obj/selftests/user/%.o $(UB)/$(1)/libpmidx-user.a
-	$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+# core + null engines + shim + tools: what the core's tests link
+$(UB)/$(1)/libpmidx-core.a: $$(USER_COREOBJ_$(1))
+	@rm -f $$@
+	@echo "  AR [$(1)] $$@"
+	@ar rcs $$@ $$^
+
+# test-engines and the engines' own crash tests (selftests/user/*-crash.c)
+# link the real engines
+$(UB)/$(1)/test-engines: $(UB)/$(1)/obj/selftests/user/test-engines.o $(UB)/$(1)/libpmidx-user.a
+	@echo "  LD [$(1)] $$@"
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+
+$(USER_ENG_CRASH_ALL:%=$(UB)/$(1)/%): $(UB)/$(1)/%: $(UB)/$(1)/obj/selftests/user/%.o \
+		$(UB)/$(1)/libpmidx-user.a
+	@echo "  LD [$(1)] $$@"
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+
+$(UB)/$(1)/test-%: $(UB)/$(1)/obj/selftests/user/test-%.o $(UB)/$(1)/libpmidx-core.a
+	@echo "  LD [$(1)] $$@"
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
 endef
 
-$(foreach v,$(USER_VARIANTS),$(eval $(call USER_VARIANT_RULES,$(v))))
+# The engine table of kmod/core/engine.c, as NULL_ENGINE(id, symbol) lines.
+$(UB)/gen/null-engines.inc: kmod/core/engine.c
+	@mkdir -p $(@D)
+	@sed -n 's/^[[:space:]]*\[\(PMIDX_ENGINE_[A-Z0-9_]*\)\][[:space:]]*=[[:space:]]*&\([A-Za-z0-9_]*\),.*/NULL_ENGINE(\1, \2)/p' $< >$@.tmp
+	@mv $@.tmp $@
 
-.PHONY: user-lib
-user-lib: $(UB)/plain/libpmidx-user.a
+$(foreach v,$(USER_VARIANTS),$(eval $(call USER_VARIANT_RULES,$(v))))
+-include $(wildcard $(UB)/*/obj/*/*/*.d $(UB)/*/obj/*/*/*/*.d)
+
+.PRECIOUS: $(foreach v,$(USER_VARIANTS),$(UB)/$(v)/obj/%.o)
+
+# ---- tools ---------------------------------------------------------------
+
+USER_TOOLS	:= $(UB)/pmidx-poolfile $(UB)/pmidx-xpline $(UB)/libpmidx-user.a
+
+$(UB)/pmidx-%: $(UB)/plain/obj/tools/testing/pmidx-%.o $(UB)/plain/libpmidx-user.a
+	@echo "  LD      $@"
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -o $@
+
+$(UB)/libpmidx-user.a: $(UB)/plain/libpmidx-user.a
+	@cp $< $@
+
+# ---- fuzzing ----------------------------------------------------------------
+
+# libFuzzer build (clang); a stub that exits 77 when the runtime is missing
+$(UB)/fuzz/fuzz-pool: $(UB)/fuzz/obj/selftests/user/fuzz-pool.o $(UB)/fuzz/libpmidx-core.a
+	@echo "  LD [fuzz] $@"
+	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ -o $@ 2>$@.log || \
+		{ echo "  (no libFuzzer runtime: replay only, see $@.log)"; \
+		  printf '#!/bin/sh\nexit 77\n' >$@; chmod +x $@; touch -d @0 $@; }
+
+# plain driver over the corpus (gcc, ASan/UBSan)
+$(UB)/replay/fuzz-replay: $(UB)/replay/obj/selftests/user/fuzz-replay.o \
+		$(UB)/replay/obj/selftests/user/fuzz-pool.o $(UB)/replay/libpmidx-core.a
+	@echo "  LD [replay] $@"
+	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ -o $@
+
+.PHONY: user-tools user-lib
+user-tools: $(USER_TOOLS)
+user-lib: $(UB)/libpmidx-user.a
+
+# ---- suites --------------------------------------------------------------------
+
+USER_UNIT	:= shim super itable alloc storm
+USER_TSAN	:= shim storm
+USER_BIN_unit	:= $(USER_UNIT:%=$(UB)/plain/test-%)
+USER_BIN_asan	:= $(USER_UNIT:%=$(UB)/asan/test-%)
+USER_BIN_tsan	:= $(USER_TSAN:%=$(UB)/tsan/test-%)
+USER_BIN_crash	:= $(UB)/plain/test-crash
+USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-replay
+# The engines' own crash tests (selftests/user/*-crash.c, e.g. ccl-crash)
+# take minutes under ASan: run with the engines suite only when asked
+# (make USER_ENGINE_CRASH=1 check-user-engines).
+USER_ENG_CRASH	:= $(if $(USER_ENGINE_CRASH),$(USER_ENG_CRASH_ALL))
+USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
+		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
+USER_RUN	= UB=$(UB) USER_FUZZ_TIME=$(USER_FUZZ_TIME) USER_SEED=$(USER_SEED) \
+		  USER_ENG_CRASH="$(USER_ENG_CRASH)" \
+		  USER_CRASH_ARGS="$(USER_CRASH_ARGS)" tools/testing/run-user-suite
+
+.PHONY: check-user-unit check-user-asan check-user-tsan check-user-crash \
+	check-user-fuzz check-user-engines check-user-suites user-build
+check-user-unit: $(USER_BIN_unit)
+	@$(USER_RUN) unit
+check-user-asan: $(USER_BIN_asan)
+	@$(USER_RUN) asan
+check-user-tsan: $(USER_BIN_tsan)
+	@$(USER_RUN) tsan
+check-user-crash: $(USER_BIN_crash)
+	@$(USER_RUN) crash
+check-user-fuzz: $(USER_BIN_fuzz)
+	@$(USER_RUN) fuzz
+# the real engines, through the engine ops and the crash simulator
+check-user-engines: $(USER_BIN_engines)
+	@$(USER_RUN) engines
+
+# What check-user-suites runs. The engines suite links the real engines
+# (kmod/engines/); every other suite links the core with null engines.
+USER_SUITES	?= unit asan tsan crash fuzz engines
+
+user-build: $(foreach s,$(USER_SUITES),$(USER_BIN_$(s)))
+
+# The build goes through a parallel sub-make (unless a jobserver is
+# there) that keeps going past a failure: a binary that did not build
+# fails its suite, the other suites still run.
+USER_JOBS	?= $(shell nproc 2>/dev/null || echo 2)
+USER_MK		:= $(USER_MK_FILE)
+
+check-user-suites:
+	@$(MAKE) --no-print-directory -k -f $(USER_MK) CC="$(CC)" B="$(B)" \
+		$(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(USER_JOBS)) user-build || \
+		echo "# check-user-suites: some binaries did not build (their suites fail)"
+	@$(USER_RUN) $(USER_SUITES)
 
 .DEFAULT_GOAL := $(_USER_SAVED_GOAL)

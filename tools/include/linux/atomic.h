@@ -109,4 +109,8 @@ __SHIM_ATOMIC_OPS(atomic_long, atomic_long_t, long)
 	__atomic_compare_exchange_n((ptr), (po), (n), false,		\
 				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

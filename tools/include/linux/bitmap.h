@@ -73,4 +73,8 @@ static inline void bitmap_copy(unsigned long *dst, const unsigned long *src,
 	memcpy(dst, src, BITS_TO_LONGS(nbits) * sizeof(unsigned long));
 }
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

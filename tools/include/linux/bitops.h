@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Userspace shim: bit operations. set_bit() and friends are atomic (as in
- * the kernel), the __ variants are not; test_bit() is a plain read.
+ * the kernel), the __ variants are not; test_bit() is a relaxed atomic read.
  */
 #ifndef _SHIM_LINUX_BITOPS_H
 #define _SHIM_LINUX_BITOPS_H
@@ -79,9 +79,11 @@ static inline bool __test_and_clear_bit(unsigned long nr, volatile unsigned long
 	return old & BIT_MASK(nr);
 }
 
+/* a marked (atomic) read, as KCSAN treats the kernel's test_bit() */
 static inline bool test_bit(unsigned long nr, const volatile unsigned long *addr)
 {
-	return 1UL & (addr[BIT_WORD(nr)] >> (nr & (BITS_PER_LONG - 1)));
+	return 1UL & (__atomic_load_n(&addr[BIT_WORD(nr)], __ATOMIC_RELAXED) >>
+		      (nr & (BITS_PER_LONG - 1)));
 }
 
 /* Find-first/last-set helpers; the unsigned long ones are undefined for 0. */

@@ -2,9 +2,10 @@
 /*
  * Userspace shim: "CPUs". There are nr_cpu_ids of them (16 unless
  * PMIDX_SHIM_NR_CPUS says otherwise, at most SHIM_NR_CPUS_MAX), all
- * possible and online. Each thread is bound to one the first time it asks
- * (round robin), so per-CPU data is per thread as long as there are no
- * more threads than CPUs, and shared (like a preempted task) beyond that.
+ * possible and online. A thread is bound to the least used CPU the first
+ * time it asks (raw_smp_processor_id()) and keeps it until it exits, so
+ * with no more live threads than CPUs per-CPU data is per thread; beyond
+ * that threads share CPUs, and preempt_disable() serialises them.
  */
 #ifndef _SHIM_LINUX_CPUMASK_H
 #define _SHIM_LINUX_CPUMASK_H

@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>		/* snprintf() and friends, as the kernel has them */
 #include <linux/types.h>
 #include <linux/compiler.h>
 #include <linux/stddef.h>
@@ -75,6 +76,29 @@
 	(void)(&__ad_a == &__ad_b);					\
 	__ad_a > __ad_b ? __ad_a - __ad_b : __ad_b - __ad_a;		\
 })
+
+/* like snprintf(), but returns what was written, not what was wanted */
+static inline int vscnprintf(char *buf, size_t size, const char *fmt, va_list args)
+{
+	int i = vsnprintf(buf, size, fmt, args);
+
+	if (i < (int)size)
+		return i;
+	return size ? size - 1 : 0;
+}
+
+static inline __printf(3, 4) int scnprintf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list args;
+	int i;
+
+	va_start(args, fmt);
+	i = vscnprintf(buf, size, fmt, args);
+	va_end(args);
+	return i;
+}
+
+char *kasprintf(gfp_t gfp, const char *fmt, ...) __printf(2, 3);
 
 #include <linux/sched.h>
 

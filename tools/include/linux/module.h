@@ -8,8 +8,9 @@
 #define MODULE_AUTHOR(x)
 #define MODULE_DESCRIPTION(x)
 #define MODULE_VERSION(x)
-#define module_param(name, type, perm)
-#define module_param_named(name, value, type, perm)
-#define MODULE_PARM_DESC(name, desc)
+#define MODULE_ALIAS(x)
+#define module_init(fn)
+#define module_exit(fn)
+#include <linux/moduleparam.h>
 
 #endif

@@ -70,4 +70,8 @@ static inline bool mutex_is_locked(struct mutex *l)
 	return __atomic_load_n(&l->dep_map.owner, __ATOMIC_RELAXED) != 0;
 }
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

@@ -55,4 +55,8 @@ void free_percpu(void __percpu *ptr);
 #define raw_cpu_add(pcp, val)		this_cpu_add(pcp, val)
 #define raw_cpu_inc(pcp)		this_cpu_inc(pcp)
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

@@ -90,4 +90,8 @@ static inline void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags)
 	kmem_cache_create(#__struct, sizeof(struct __struct),		\
 			  __alignof__(struct __struct), (__flags), NULL)
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

@@ -85,4 +85,8 @@ static inline int spin_is_locked(spinlock_t *l)
 
 #include <linux/preempt.h>
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

@@ -63,4 +63,8 @@ static inline bool work_pending(const struct work_struct *work)
 	return __atomic_load_n(&work->pending, __ATOMIC_ACQUIRE);
 }
 
+/* what the kernel header brings in transitively */
+#include <linux/kernel.h>
+#include <linux/string.h>
+
 #endif

@@ -21,7 +21,7 @@ const char *shim_printk_last(void);	/* last message, any level */
 
 /* Allocation failure injection: the @n-th allocation from now (kmalloc,
  * kvmalloc, vmalloc, bitmap_alloc, alloc_percpu, kmem_cache) fails;
- * 0 disables. */
+ * 0 disarms (shim_fail_alloc_fired() still tells whether it fired). */
 void shim_fail_alloc_nth(unsigned long n);
 bool shim_fail_alloc_fired(void);
 
@@ -37,6 +37,14 @@ void shim_set_cpu(int cpu);
 
 /* Join every work item still outstanding on any queue. */
 void shim_workqueue_drain(void);
+
+/*
+ * A per-thread context pointer that work items inherit from the thread
+ * that queued them (the crash simulator uses it to tell its own recovery
+ * threads from the workload's).
+ */
+void *shim_thread_ctx(void);
+void shim_set_thread_ctx(void *ctx);
 
 /* Threads the shim started so far (work items). */
 unsigned long shim_work_threads(void);

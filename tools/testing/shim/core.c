@@ -109,7 +109,8 @@ void shim_warn(const char *file, int line, const char *func, bool print,
 
 	__atomic_fetch_add(&warn_count, 1, __ATOMIC_RELAXED);
 	if (print || fatal) {
-		fprintf(stderr, "WARNING: %s:%d %s(): ", file, line, func);
+		fprintf(stderr, "WARNING%s: %s:%d %s(): ",
+			fatal ? "" : " (non-fatal, counted)", file, line, func);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
@@ -160,28 +161,86 @@ void shim_cond_resched(const char *file, int line)
 
 unsigned int nr_cpu_ids = 16;
 __thread int shim_this_cpu = -1;
-static unsigned int next_cpu;
+static __thread int preempt_depth;
+
+static struct {
+	pthread_mutex_t	lock;		/* held by a preempt_disable() section */
+	unsigned int	bound;		/* live threads bound to the CPU */
+} cpus[SHIM_NR_CPUS_MAX];
+static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t cpu_key;
+
+static void cpu_unbind(void *arg)
+{
+	int cpu = (int)(uintptr_t)arg - 1;
+
+	pthread_mutex_lock(&cpus_lock);
+	cpus[cpu].bound--;
+	pthread_mutex_unlock(&cpus_lock);
+}
 
 static void __attribute__((constructor)) shim_cpus_init(void)
 {
 	const char *e = getenv("PMIDX_SHIM_NR_CPUS");
 	int n = e ? atoi(e) : 0;
+	unsigned int i;
 
 	if (n > 0 && n <= SHIM_NR_CPUS_MAX)
 		nr_cpu_ids = n;
+	for (i = 0; i < SHIM_NR_CPUS_MAX; i++)
+		pthread_mutex_init(&cpus[i].lock, NULL);
+	pthread_key_create(&cpu_key, cpu_unbind);
 }
 
+static void cpu_bind(int cpu)
+{
+	pthread_mutex_lock(&cpus_lock);
+	if (shim_this_cpu >= 0)
+		cpus[shim_this_cpu].bound--;
+	cpus[cpu].bound++;
+	pthread_mutex_unlock(&cpus_lock);
+	shim_this_cpu = cpu;
+	pthread_setspecific(cpu_key, (void *)(uintptr_t)(cpu + 1));
+}
+
+/* Bind the calling thread to the least used CPU (lowest id on a tie). */
 int shim_cpu_bind(void)
 {
-	shim_this_cpu = __atomic_fetch_add(&next_cpu, 1, __ATOMIC_RELAXED) %
-			nr_cpu_ids;
-	return shim_this_cpu;
+	unsigned int i, best = 0;
+
+	pthread_mutex_lock(&cpus_lock);
+	for (i = 1; i < nr_cpu_ids; i++)
+		if (cpus[i].bound < cpus[best].bound)
+			best = i;
+	pthread_mutex_unlock(&cpus_lock);
+	cpu_bind(best);
+	return best;
 }
 
 void shim_set_cpu(int cpu)
 {
 	BUG_ON(cpu < 0 || (unsigned int)cpu >= nr_cpu_ids);
-	shim_this_cpu = cpu;
+	BUG_ON(preempt_depth);
+	cpu_bind(cpu);
+}
+
+void shim_preempt_disable(void)
+{
+	int cpu = raw_smp_processor_id();
+
+	if (preempt_depth++ == 0)
+		pthread_mutex_lock(&cpus[cpu].lock);
+	shim_atomic_depth++;
+	barrier();
+}
+
+void shim_preempt_enable(void)
+{
+	barrier();
+	shim_atomic_depth--;
+	BUG_ON(preempt_depth <= 0);
+	if (--preempt_depth == 0)
+		pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
 }
 
 /* ---- randomness ---------------------------------------------------------- */

@@ -3,6 +3,8 @@
  * Userspace shim: kmalloc family, kmem_cache, and dynamic per-CPU memory.
  */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,9 +41,11 @@ static bool fail_fired;
 static long kmalloc_live;
 static long percpu_live;
 
+/* Arm (n > 0: resets "fired") or disarm (0: keeps "fired" readable). */
 void shim_fail_alloc_nth(unsigned long n)
 {
-	__atomic_store_n(&fail_fired, false, __ATOMIC_RELAXED);
+	if (n)
+		__atomic_store_n(&fail_fired, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&fail_nth, n, __ATOMIC_RELAXED);
 }
 
@@ -162,6 +166,24 @@ char *kstrndup(const char *s, size_t max, gfp_t gfp)
 char *kstrdup(const char *s, gfp_t gfp)
 {
 	return s ? kstrndup(s, strlen(s), gfp) : NULL;
+}
+
+char *kasprintf(gfp_t gfp, const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	p = kmalloc(n + 1, gfp);
+	if (!p)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(p, n + 1, fmt, ap);
+	va_end(ap);
+	return p;
 }
 
 unsigned long *bitmap_alloc(unsigned int nbits, gfp_t flags)

@@ -25,6 +25,7 @@ struct work_run {
 	struct workqueue_struct	*wq;
 	struct work_struct	*work;		/* identity only, never dereferenced after start */
 	work_func_t		func;
+	void			*ctx;		/* shim_thread_ctx() of the queuer */
 	pthread_t		thread;
 	bool			joining;
 };
@@ -44,11 +45,24 @@ struct workqueue_struct *system_unbound_wq = &wq_unbound;
 struct workqueue_struct *system_long_wq = &wq_long;
 struct workqueue_struct *system_highpri_wq = &wq_highpri;
 
+static __thread void *thread_ctx;
+
+void *shim_thread_ctx(void)
+{
+	return thread_ctx;
+}
+
+void shim_set_thread_ctx(void *ctx)
+{
+	thread_ctx = ctx;
+}
+
 static void *work_thread(void *arg)
 {
 	struct work_run *run = arg;
 	struct work_struct *work = run->work;
 
+	thread_ctx = run->ctx;
 	__atomic_store_n(&work->pending, 0, __ATOMIC_RELEASE);
 	run->func(work);
 	return NULL;
@@ -68,6 +82,7 @@ bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
 	run->wq = wq;
 	run->work = work;
 	run->func = work->func;
+	run->ctx = thread_ctx;
 	pthread_mutex_lock(&wq_lock);
 	if (pthread_create(&run->thread, NULL, work_thread, run)) {
 		pthread_mutex_unlock(&wq_lock);

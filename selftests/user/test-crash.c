@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Crash-consistency of pool, index table and allocator under the ADR and
+ * eADR crash simulators (tools/testing/crashsim.h): multi-step workloads
+ * (format, attach, create/drop indexes, abandoned allocations, detach and
+ * re-attach), every crash point of the short ones, a seeded sample of the
+ * long one. Per crash image: the pool attaches (unless its format was not
+ * acknowledged), every acknowledged create/drop is there, nothing else
+ * is, no index is half made, and the allocator leaks nothing.
+ *
+ * Replay one failure: PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V
+ *   test-crash --seed S --only NAME   (S: the run's base seed, as printed)
+ * PMIDX_CRASH_SAVE=DIR keeps failing crash images (attachable anywhere);
+ * PMIDX_CRASH_SCALE=N multiplies the long workload and its sample.
+ */
+#include <stdlib.h>
+#include <linux/prandom.h>
+#include <shim/shim.h>
+#include "core/alloc_test.h"
+#include "core/engine.h"
+#include "crashsim.h"
+#include "harness.h"
+
+static unsigned int scale = 1;
+
+/* ---- operations, bracketed for the model -------------------------------------------- */
+
+static int op_format(struct crashsim *cs, void *img, u64 size)
+{
+	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
+	const char *why = NULL;
+	int ret = pmidx_pool_format(img, size, true, &why);
+
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
+static struct pmidx_pool *op_open(void *img, u64 size, bool eadr)
+{
+	const char *why = NULL;
+	struct pmidx_pool *pool = pmidx_pool_open(img, size, eadr, &why);
+
+	if (IS_ERR(pool)) {
+		printf("# workload: attach failed: %ld (%s)\n", PTR_ERR(pool), why);
+		return NULL;
+	}
+	return pool;
+}
+
+static int op_create(struct crashsim *cs, struct pmidx_pool *pool,
+		     const char *name, u32 engine)
+{
+	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
+					    strlen(name), engine);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
+
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
+static int op_drop(struct crashsim *cs, struct pmidx_pool *pool, const char *name)
+{
+	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
+					    strlen(name), 0);
+	const char *why = NULL;
+	int ret = pmidx_index_drop(pool, name, &why);
+
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
+struct wl_arg {
+	bool	eadr;
+	u64	seed;
+};
+
+/* ---- the checker ------------------------------------------------------------------------ */
+
+static int index_check(struct crashsim *cs, const struct crashsim_point *pt,
+		       struct pmidx_pool *pool, int err, const char *why, void *arg)
+{
+	struct crashsim_expect e;
+	const u8 *key;
+	unsigned int i;
+	u32 klen;
+
+	if (!pool) {
+		/* only a pool whose format never completed may be refused */
+		if (!crashsim_note_acked(cs, "format") &&
+		    (err == -EINVAL || err == -EUCLEAN))
+			return 0;
+		crashsim_fail(cs, "attach failed: %d (%s)", err, why);
+		return -1;
+	}
+	/* every workload ends with a clean detach: nothing to recover then */
+	if (pt->end && (pool->flags & PMIDX_POOL_F_RECOVERED))
+		crashsim_fail(cs, "the pool was detached cleanly, yet attach recovered");
+	/* every acknowledged operation, with its latest value */
+	for (i = 0; (key = crashsim_key(cs, i, &klen)); i++) {
+		char name[PMIDX_NAME_MAX + 1] = {};
+		struct pmidx_index *idx;
+
+		memcpy(name, key, min(klen, (u32)PMIDX_NAME_MAX));
+		idx = pmidx_index_lookup(pool, name);
+		crashsim_expect(cs, key, klen, &e);
+		if (!crashsim_expect_ok(&e, idx, idx ? idx->engine : 0))
+			crashsim_fail(cs, "index %s: %s (engine %u), expected %s%s",
+				      name, idx ? "present" : "absent",
+				      idx ? idx->engine : 0,
+				      e.present[0] ? "present" : "absent",
+				      e.n > 1 ? " or its in-flight outcome" : "");
+	}
+	/* nothing unacknowledged, nothing half made */
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		struct pmidx_index *idx = pool->indexes[i];
+
+		if (!idx)
+			continue;
+		crashsim_expect(cs, idx->name, strlen(idx->name), &e);
+		if (!crashsim_expect_ok(&e, true, idx->engine))
+			crashsim_fail(cs, "index %s (engine %u) is visible but was not acknowledged so",
+				      idx->name, idx->engine);
+		/* engines own their root; a storage-less one leaves it zero */
+		if ((!idx->opened || !strcmp(idx->ops->name, "null")) &&
+		    memchr_inv(pmidx_ptr(&pool->pm, idx->root), 0,
+			       PMIDX_INDEX_ROOT_SIZE))
+			crashsim_fail(cs, "index %s: root object not initialised",
+				      idx->name);
+		if (idx->opened && idx->ops->check) {
+			const char *cwhy = NULL;
+			u64 keys;
+
+			if (idx->ops->check(idx, &keys, &cwhy))
+				crashsim_fail(cs, "index %s: engine check: %s",
+					      idx->name, cwhy);
+		}
+	}
+	crashsim_check_pool(cs, pool, 0);
+	return 0;
+}
+
+/* ---- workloads ----------------------------------------------------------------------------- */
+
+static const char *nm(char *buf, const char *p, unsigned int i)
+{
+	sprintf(buf, "%s%u", p, i);
+	return buf;
+}
+
+/* format, attach, create 10, drop 4, detach, attach, create 3, drop 2, detach */
+static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct wl_arg *a = arg;
+	struct pmidx_pool *pool;
+	char buf[16];
+	unsigned int i;
+
+	if (op_format(cs, img, size))
+		return -EIO;
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	for (i = 0; i < 10; i++)
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 5))
+			return -EIO;
+	for (i = 0; i < 10; i += 3)
+		if (op_drop(cs, pool, nm(buf, "ix", i)))
+			return -EIO;
+	pmidx_pool_close(pool);
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	for (i = 10; i < 13; i++)
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 5))
+			return -EIO;
+	if (op_drop(cs, pool, "ix1") || op_drop(cs, pool, "ix11"))
+		return -EIO;
+	/* a dropped name comes back with another engine */
+	if (op_create(cs, pool, "ix1", PMIDX_ENGINE_LODGE))
+		return -EIO;
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+/* abandoned allocations (what a crash between allocate and link leaves),
+ * a detach that must not claim a clean state, recovery, more changes */
+static int wl_leak(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct wl_arg *a = arg;
+	struct pmidx_alloc_test t = {
+		.mode = PMIDX_ALLOC_TEST_LEAK, .threads = 1, .ops = 150,
+		.seed = a->seed,
+	};
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	unsigned int op;
+	char buf[16];
+	int i;
+
+	if (op_format(cs, img, size))
+		return -EIO;
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	if (op_create(cs, pool, "keep0", PMIDX_ENGINE_CCL) ||
+	    op_create(cs, pool, "keep1", PMIDX_ENGINE_B3))
+		return -EIO;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "leak", NULL, 0, 0);
+	if (pmidx_alloc_test_run(pool, &t, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	if (op_create(cs, pool, "after", PMIDX_ENGINE_PFART) ||
+	    op_drop(cs, pool, "keep0"))
+		return -EIO;
+	pmidx_pool_close(pool);			/* not clean: needs_trace */
+	for (i = 0; i < 2; i++) {
+		pool = op_open(img, size, a->eadr);
+		if (!pool)
+			return -EIO;
+		if (op_create(cs, pool, nm(buf, "round", i), PMIDX_ENGINE_UTREE))
+			return -EIO;
+		pmidx_pool_close(pool);
+	}
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	if (op_drop(cs, pool, "keep1") || op_drop(cs, pool, "after") ||
+	    op_drop(cs, pool, "round0") || op_drop(cs, pool, "round1"))
+		return -EIO;
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+/* fill the table, drop some, refill: slot reuse over old bodies */
+static int wl_table(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct wl_arg *a = arg;
+	struct pmidx_pool *pool;
+	char buf[16];
+	unsigned int i;
+
+	if (op_format(cs, img, size))
+		return -EIO;
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++)
+		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % 5))
+			return -EIO;
+	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
+		if (op_drop(cs, pool, nm(buf, "t", i)))
+			return -EIO;
+	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
+		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 2) % 5))
+			return -EIO;
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+/* long and random: sampled crash points */
+static int wl_random(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct wl_arg *a = arg;
+	struct pmidx_pool *pool;
+	struct rnd_state rs;
+	bool live[24] = {};
+	unsigned int i, n = 1500 * scale;
+	char buf[16];
+
+	prandom_seed_state(&rs, a->seed);
+	if (op_format(cs, img, size))
+		return -EIO;
+	pool = op_open(img, size, a->eadr);
+	if (!pool)
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		u32 r = prandom_u32_state(&rs);
+		unsigned int k = r % ARRAY_SIZE(live);
+
+		if (r % 53 == 0) {		/* detach / attach */
+			pmidx_pool_close(pool);
+			pool = op_open(img, size, a->eadr);
+			if (!pool)
+				return -EIO;
+			continue;
+		}
+		if (live[k]) {
+			if (op_drop(cs, pool, nm(buf, "r", k)))
+				return -EIO;
+		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % 5)) {
+			return -EIO;
+		}
+		live[k] = !live[k];
+	}
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+/* ---- driver ------------------------------------------------------------------------------------ */
+
+static void run(const char *name, int (*fn)(struct crashsim *, void *, u64, void *),
+		bool eadr, bool at_flushes, unsigned int variants, unsigned int samples,
+		bool all_flushed)
+{
+	struct wl_arg arg = { .eadr = eadr, .seed = ut_seed };
+	struct crashsim_workload wl = {
+		.name = name, .run = fn, .check = index_check, .arg = &arg,
+	};
+	struct crashsim_config cfg = {
+		.eadr = eadr, .at_flushes = at_flushes, .seed = ut_seed,
+		.variants = variants, .samples = samples * scale,
+		/* a sample size asks for sampling once the history is longer */
+		.exhaustive_max = samples * scale,
+		.only_point = -1, .only_variant = -1,
+		.save_dir = getenv("PMIDX_CRASH_SAVE"),
+	};
+	struct crashsim_result res;
+	const char *e;
+
+	if ((e = getenv("PMIDX_CRASH_POINT")))
+		cfg.only_point = strtol(e, NULL, 0);
+	if ((e = getenv("PMIDX_CRASH_VARIANT")))
+		cfg.only_variant = strtol(e, NULL, 0);
+	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	crashsim_print_result(name, &cfg, &res);
+	UT_ASSERT(res.points > 0 && res.images >= res.points);
+	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
+		      (unsigned long long)res.failures);
+	/* a store never flushed by the end is a missing flush */
+	UT_ASSERT_MSG(!all_flushed || !res.unflushed_at_end,
+		      "%llu lines written but never made durable",
+		      (unsigned long long)res.unflushed_at_end);
+}
+
+static void crash_basic_adr(void)
+{
+	run("basic", wl_basic, false, false, 3, 0, true);
+}
+
+static void crash_basic_adr_flushes(void)
+{
+	run("basic", wl_basic, false, true, 1, 0, true);
+}
+
+static void crash_basic_eadr(void)
+{
+	run("basic", wl_basic, true, false, 0, 0, true);
+}
+
+static void crash_leak_adr(void)
+{
+	run("leak", wl_leak, false, false, 2, 0, false);
+}
+
+static void crash_leak_eadr(void)
+{
+	run("leak", wl_leak, true, false, 0, 0, false);
+}
+
+static void crash_table_adr(void)
+{
+	run("table", wl_table, false, false, 2, 0, true);
+}
+
+static void crash_random_adr(void)
+{
+	run("random", wl_random, false, false, 2, 300, true);
+}
+
+static void crash_random_eadr(void)
+{
+	run("random", wl_random, true, false, 0, 300, true);
+}
+
+static const struct ut_test tests[] = {
+	UT_TEST(crash_basic_adr),
+	UT_TEST(crash_basic_adr_flushes),
+	UT_TEST(crash_basic_eadr),
+	UT_TEST(crash_leak_adr),
+	UT_TEST(crash_leak_eadr),
+	UT_TEST(crash_table_adr),
+	UT_TEST(crash_random_adr),
+	UT_TEST(crash_random_eadr),
+};
+
+int main(int argc, char **argv)
+{
+	const char *e = getenv("PMIDX_CRASH_SCALE");
+
+	if (e && atoi(e) > 0)
+		scale = atoi(e);
+	return ut_main(argc, argv, "crash simulator", tests, ARRAY_SIZE(tests));
+}

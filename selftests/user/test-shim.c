@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The userspace shim itself: the kernel semantics kmod/core relies on
+ * (crc32c, bitmaps, prandom, ctype, per-CPU memory, workqueues, locks,
+ * media errors) must hold here, or the other tests prove nothing.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <linux/bitmap.h>
+#include <linux/crc32.h>
+#include <linux/ctype.h>
+#include <linux/err.h>
+#include <linux/list.h>
+#include <linux/log2.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/prandom.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <shim/pmem.h>
+#include <shim/shim.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include "core/gc.h"
+#include "core/parallel.h"
+#include "harness.h"
+
+static void crc32c_vectors(void)
+{
+	static const u8 zeros[32], ones[32] = {
+		[0 ... 31] = 0xff,
+	};
+	u8 inc[32];
+	unsigned int i;
+
+	for (i = 0; i < 32; i++)
+		inc[i] = i;
+	/* check value and the iSCSI (RFC 3720 B.4) vectors */
+	UT_EQ(~__crc32c_le(~0U, (const u8 *)"123456789", 9), 0xe3069283);
+	UT_EQ(~__crc32c_le(~0U, zeros, 32), 0x8a9136aa);
+	UT_EQ(~__crc32c_le(~0U, ones, 32), 0x62a8ab43);
+	UT_EQ(~__crc32c_le(~0U, inc, 32), 0x46dd794e);
+	/* CRC-32 (IEEE) check value */
+	UT_EQ(~crc32_le(~0U, (const u8 *)"123456789", 9), 0xcbf43926);
+	/* incremental == one shot, at every split and alignment */
+	for (i = 0; i <= 32; i++) {
+		u32 c = __crc32c_le(~0U, inc, i);
+
+		UT_EQ(__crc32c_le(c, inc + i, 32 - i), __crc32c_le(~0U, inc, 32));
+	}
+	UT_EQ(__crc32c_le(0x1234, NULL, 0), 0x1234);
+}
+
+static void bitmap_ops(void)
+{
+	DECLARE_BITMAP(map, 300);
+	u64 arr[5], back[5];
+	unsigned long pos;
+	unsigned int i;
+
+	bitmap_zero(map, 300);
+	UT_EQ(find_first_bit(map, 300), 300);
+	UT_EQ(find_first_zero_bit(map, 300), 0);
+	bitmap_set(map, 3, 130);
+	UT_EQ(bitmap_weight(map, 300), 130);
+	UT_EQ(find_first_bit(map, 300), 3);
+	UT_EQ(find_next_zero_bit(map, 300, 3), 133);
+	UT_EQ(find_next_zero_bit(map, 100, 3), 100);
+	UT_EQ(find_last_bit(map, 300), 132);
+	bitmap_clear(map, 64, 10);
+	UT_EQ(bitmap_weight(map, 300), 120);
+	UT_ASSERT(!test_bit(70, map) && test_bit(63, map) && test_bit(74, map));
+	/* zero areas: first fit, alignment, not found > size */
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 0, 3, 0), 0);
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 0, 4, 0), 64);
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 0, 11, 0), 133);
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 0, 8, 7), 64);
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 65, 8, 7), 136);
+	pos = bitmap_find_next_zero_area(map, 300, 0, 200, 0);
+	UT_ASSERT(pos > 300);
+	pos = bitmap_find_next_zero_area(map, 300, 290, 11, 0);
+	UT_ASSERT(pos > 300);
+	UT_EQ(bitmap_find_next_zero_area(map, 300, 290, 10, 0), 290);
+	/* arr64 round trip clears the tail */
+	bitmap_fill(map, 300);
+	bitmap_to_arr64(arr, map, 300);
+	UT_EQ(arr[4], (1ULL << 44) - 1);
+	for (i = 0; i < 5; i++)
+		arr[i] = ut_rand64();
+	bitmap_from_arr64(map, arr, 300);
+	bitmap_to_arr64(back, map, 300);
+	for (i = 0; i < 4; i++)
+		UT_EQ(back[i], arr[i]);
+	UT_EQ(back[4], arr[4] & ((1ULL << 44) - 1));
+	UT_EQ(bitmap_weight(map, 300), hweight64(arr[0]) + hweight64(arr[1]) +
+	      hweight64(arr[2]) + hweight64(arr[3]) +
+	      hweight64(arr[4] & ((1ULL << 44) - 1)));
+	UT_ASSERT(__test_and_set_bit(299, map) == !!(arr[4] & (1ULL << 43)));
+	UT_ASSERT(__test_and_clear_bit(299, map));
+	UT_ASSERT(!test_bit(299, map));
+}
+
+static void bitmap_random(void)
+{
+	unsigned long map[4], ref[256];
+	unsigned int round, i;
+
+	for (round = 0; round < 2000; round++) {
+		unsigned int start = ut_rand(256), len = ut_rand(257 - start);
+		unsigned int nr = 1 + ut_rand(20), from = ut_rand(256);
+		unsigned long got, want = ~0UL;
+
+		if (ut_rand(2))
+			bitmap_set(map, start, len);
+		else
+			bitmap_clear(map, start, len);
+		for (i = start; i < start + len; i++)
+			ref[i] = test_bit(i, map);
+		for (i = 0; i < 256; i++)
+			ref[i] = test_bit(i, map);
+		/* reference first-fit search */
+		for (i = from; i + nr <= 256 && want == ~0UL; i++) {
+			unsigned int j;
+
+			for (j = 0; j < nr && !ref[i + j]; j++)
+				;
+			if (j == nr)
+				want = i;
+		}
+		got = bitmap_find_next_zero_area(map, 256, from, nr, 0);
+		if (want == ~0UL)
+			UT_ASSERT(got > 256 - 0 || got + nr > 256);
+		else
+			UT_EQ(got, want);
+	}
+}
+
+static void prandom_stream(void)
+{
+	struct rnd_state a, b;
+	u32 first[4];
+	unsigned int i;
+
+	prandom_seed_state(&a, 42);
+	prandom_seed_state(&b, 42);
+	for (i = 0; i < 1000; i++)
+		UT_EQ(prandom_u32_state(&a), prandom_u32_state(&b));
+	prandom_seed_state(&a, 0);
+	for (i = 0; i < 4; i++)
+		first[i] = prandom_u32_state(&a);
+	/* regression values of the lib/random32.c algorithm for seed 0 */
+	ut_note("prandom seed 0: %#x %#x %#x %#x", first[0], first[1],
+		first[2], first[3]);
+	prandom_seed_state(&b, 0);
+	UT_EQ(prandom_u32_state(&b), first[0]);
+	prandom_seed_state(&a, 1);
+	UT_ASSERT(prandom_u32_state(&a) != first[0]);
+}
+
+static void ctype_kernel(void)
+{
+	UT_ASSERT(isalnum('a') && isalnum('Z') && isalnum('0'));
+	UT_ASSERT(!isalnum('.') && !isalnum(' ') && !isalnum('\0'));
+	/* the kernel's ctype is Latin-1 */
+	UT_ASSERT(isalnum('\xc0') && isalpha('\xe9') && !isalnum('\xd7'));
+	UT_ASSERT(!isalnum('\xa9') && !isalnum('\x80'));
+	UT_ASSERT(isascii('a') && !isascii('\xc0'));
+	UT_EQ(tolower('Q'), 'q');
+}
+
+static void math_helpers(void)
+{
+	UT_EQ(ilog2(1U), 0);
+	UT_EQ(ilog2(256U), 8);
+	UT_EQ(ilog2((u64)1 << 40), 40);
+	UT_EQ(roundup_pow_of_two(257UL), 512);
+	UT_EQ(roundup_pow_of_two(256UL), 256);
+	UT_EQ(roundup_pow_of_two(1UL), 1);
+	UT_EQ(ALIGN(4097ULL, 4096ULL), 8192);
+	UT_EQ(DIV_ROUND_UP(262145, 262144), 2);
+	UT_ASSERT(IS_ERR(ERR_PTR(-EUCLEAN)) && PTR_ERR(ERR_PTR(-EUCLEAN)) == -EUCLEAN);
+	UT_ASSERT(!IS_ERR(NULL) && IS_ERR_OR_NULL(NULL));
+	UT_EQ(min(3u, 4u), 3);
+	UT_EQ(max_t(u64, 3, 1ULL << 40), 1ULL << 40);
+	UT_EQ(le64_to_cpu(cpu_to_le64(0x0102030405060708ULL)), 0x0102030405060708ULL);
+	UT_EQ(be32_to_cpu(cpu_to_be32(0x01020304)), 0x01020304);
+}
+
+struct pc_stat {
+	u64	hits;
+	u64	pad[7];
+};
+
+struct pc_ctx {
+	struct pc_stat __percpu	*stats;
+	atomic_t		cpus_seen[SHIM_NR_CPUS_MAX];
+	atomic_t		arrived;
+};
+
+static int pc_worker(void *arg, unsigned int w)
+{
+	struct pc_ctx *ctx = arg;
+	unsigned int i;
+
+	atomic_inc(&ctx->cpus_seen[raw_smp_processor_id()]);
+	for (i = 0; i < 10000; i++)
+		this_cpu_inc(ctx->stats->hits);
+	/* stay alive until every worker has its CPU */
+	atomic_inc(&ctx->arrived);
+	while (atomic_read(&ctx->arrived) < 8)
+		sched_yield();
+	return 0;
+}
+
+static void percpu_ops(void)
+{
+	struct pc_ctx ctx = {};
+	u64 sum = 0;
+	int cpu, used = 0;
+
+	ctx.stats = alloc_percpu(struct pc_stat);
+	UT_ASSERT(ctx.stats);
+	for_each_possible_cpu(cpu) {
+		UT_EQ(per_cpu_ptr(ctx.stats, cpu)->hits, 0);
+		if (cpu)
+			UT_ASSERT(per_cpu_ptr(ctx.stats, cpu) !=
+				  per_cpu_ptr(ctx.stats, cpu - 1));
+	}
+	UT_EQ(pmidx_run_parallel(8, pc_worker, &ctx), 0);
+	for_each_possible_cpu(cpu) {
+		sum += per_cpu_ptr(ctx.stats, cpu)->hits;
+		used += atomic_read(&ctx.cpus_seen[cpu]) > 0;
+	}
+	UT_EQ(sum, 80000);
+	/* live workers never share a CPU while there are enough */
+	UT_EQ(used, 8);
+	free_percpu(ctx.stats);
+	UT_EQ(raw_smp_processor_id(), raw_smp_processor_id());
+	UT_ASSERT(raw_smp_processor_id() < (int)nr_cpu_ids);
+}
+
+struct wq_item {
+	struct work_struct	work;
+	atomic_t		*count;
+};
+
+static void wq_fn(struct work_struct *work)
+{
+	struct wq_item *it = container_of(work, struct wq_item, work);
+
+	atomic_inc(it->count);
+	kfree(it);		/* a work item may free itself */
+}
+
+static void workqueue_ops(void)
+{
+	struct workqueue_struct *wq = alloc_workqueue("ut%d", WQ_UNBOUND, 0, 1);
+	atomic_t count = ATOMIC_INIT(0);
+	unsigned int i;
+
+	UT_ASSERT(wq);
+	for (i = 0; i < 20; i++) {
+		struct wq_item *it = kzalloc(sizeof(*it), GFP_KERNEL);
+
+		UT_ASSERT(it);
+		it->count = &count;
+		INIT_WORK(&it->work, wq_fn);
+		UT_ASSERT(queue_work(i & 1 ? wq : system_unbound_wq, &it->work));
+	}
+	flush_workqueue(wq);
+	shim_workqueue_drain();
+	UT_EQ(atomic_read(&count), 20);
+	destroy_workqueue(wq);
+}
+
+static void locks_lockdep(void)
+{
+	DEFINE_SPINLOCK(sl);
+	struct mutex m;
+	unsigned long w;
+
+	mutex_init(&m);
+	mutex_lock(&m);
+	lockdep_assert_held(&m);
+	UT_ASSERT(mutex_is_locked(&m));
+	mutex_unlock(&m);
+	UT_ASSERT(!mutex_is_locked(&m));
+
+	shim_set_warn_fatal(false);
+	ut_expect_warns(2);
+	w = shim_warn_count();
+	lockdep_assert_held(&sl);		/* not held: WARN */
+	UT_EQ(shim_warn_count(), w + 1);
+	spin_lock(&sl);
+	lockdep_assert_held(&sl);
+	UT_EQ(shim_warn_count(), w + 1);
+	kfree(kmalloc(8, GFP_KERNEL));		/* sleeping alloc in atomic: WARN */
+	UT_EQ(shim_warn_count(), w + 2);
+	kfree(kmalloc(8, GFP_ATOMIC));
+	UT_EQ(shim_warn_count(), w + 2);
+	spin_unlock(&sl);
+	shim_set_warn_fatal(true);
+}
+
+static void media_errors(void)
+{
+	u8 src[512], dst[512];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = i;
+	UT_EQ(copy_mc_to_kernel(dst, src, sizeof(src)), 0);
+	UT_ASSERT(!memcmp(dst, src, sizeof(src)));
+	UT_EQ(shim_pmem_poison(src + 130, 1), 0);
+	memset(dst, 0, sizeof(dst));
+	/* stops at the poisoned line (128..191, relative to a 64-aligned src) */
+	i = copy_mc_to_kernel(dst, src, sizeof(src));
+	UT_ASSERT(i > 0 && i <= sizeof(src) - 64);
+	UT_ASSERT(!memcmp(dst, src, sizeof(src) - i));
+	UT_EQ(copy_mc_to_kernel(dst, src + 256, 256), 0);
+	shim_pmem_clear_poison();
+	UT_EQ(copy_mc_to_kernel(dst, src, sizeof(src)), 0);
+}
+
+static void alloc_failure_injection(void)
+{
+	void *a, *b;
+
+	shim_fail_alloc_nth(2);
+	a = kmalloc(16, GFP_KERNEL);
+	b = kmalloc(16, GFP_KERNEL);
+	UT_ASSERT(a && !b && shim_fail_alloc_fired());
+	kfree(a);
+	a = kmalloc(16, GFP_KERNEL);
+	UT_ASSERT(a);
+	kfree(a);
+	shim_fail_alloc_nth(1);
+	UT_ASSERT(!alloc_percpu(u64));
+}
+
+static void list_ops(void)
+{
+	struct item { int v; struct list_head node; } it[4], *pos;
+	LIST_HEAD(head);
+	int i, sum = 0;
+
+	for (i = 0; i < 4; i++) {
+		it[i].v = i + 1;
+		list_add_tail(&it[i].node, &head);
+	}
+	list_del_init(&it[1].node);
+	list_for_each_entry(pos, &head, node)
+		sum = sum * 10 + pos->v;
+	UT_EQ(sum, 134);
+	UT_ASSERT(list_first_entry_or_null(&head, struct item, node) == &it[0]);
+	UT_ASSERT(list_empty(&it[1].node));
+}
+
+static void gc_work(void *arg)
+{
+	atomic_inc(arg);
+}
+
+/* kthreads, wait queues and stopping, through the core's GC framework */
+static void kthread_gc(void)
+{
+	struct pmidx_gc gc = {};
+	atomic_t runs = ATOMIC_INIT(0);
+	int i;
+
+	UT_EQ(pmidx_gc_start(&gc, "ut-gc", gc_work, &runs, 60000), 0);
+	for (i = 0; i < 5; i++) {
+		int before = atomic_read(&runs);
+		s64 t0 = shim_now_ms();
+
+		pmidx_gc_kick(&gc);
+		while (atomic_read(&runs) == before && shim_now_ms() - t0 < 5000)
+			msleep(1);
+		UT_ASSERT_MSG(atomic_read(&runs) > before, "kick %d lost", i);
+	}
+	/* stop wakes the sleeper long before its 60 s interval */
+	{
+		s64 t0 = shim_now_ms();
+
+		pmidx_gc_stop(&gc);
+		UT_ASSERT(shim_now_ms() - t0 < 2000);
+	}
+	/* the interval alone runs it too */
+	atomic_set(&runs, 0);
+	UT_EQ(pmidx_gc_start(&gc, "ut-gc2", gc_work, &runs, 5), 0);
+	msleep(60);
+	pmidx_gc_stop(&gc);
+	UT_ASSERT(atomic_read(&runs) >= 2);
+}
+
+static int never_run(void *data)
+{
+	return 7;
+}
+
+static struct completion ut_done;
+
+static int completes(void *data)
+{
+	complete(&ut_done);
+	while (!kthread_should_stop())
+		schedule_timeout(100000);
+	return 42;
+}
+
+static void kthread_lifecycle(void)
+{
+	struct task_struct *t = kthread_create(never_run, NULL, "ut-%d", 1);
+
+	UT_ASSERT(!IS_ERR(t));
+	UT_EQ(kthread_stop(t), -EINTR);		/* never woken: never ran */
+	init_completion(&ut_done);
+	t = kthread_run(completes, NULL, "ut-c");
+	UT_ASSERT(!IS_ERR(t));
+	wait_for_completion(&ut_done);
+	UT_EQ(kthread_stop(t), 42);		/* schedule_timeout() cut short */
+	UT_ASSERT(current && current->comm[0]);
+}
+
+static const struct ut_test tests[] = {
+	UT_TEST(kthread_gc),
+	UT_TEST(kthread_lifecycle),
+	UT_TEST(crc32c_vectors),
+	UT_TEST(bitmap_ops),
+	UT_TEST(bitmap_random),
+	UT_TEST(prandom_stream),
+	UT_TEST(ctype_kernel),
+	UT_TEST(math_helpers),
+	UT_TEST(percpu_ops),
+	UT_TEST(workqueue_ops),
+	UT_TEST(locks_lockdep),
+	UT_TEST(media_errors),
+	UT_TEST(alloc_failure_injection),
+	UT_TEST(list_ops),
+};
+
+int main(int argc, char **argv)
+{
+	return ut_main(argc, argv, "shim", tests, ARRAY_SIZE(tests));
+}
