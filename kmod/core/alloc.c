@@ -309,9 +309,10 @@ static struct pmidx_chunk *object_chunk(struct pmidx_alloc *a, u64 off,
 	if (off < a->data_off)
 		return NULL;
 	rel = off - a->data_off;
-	idx = rel >> PMIDX_CHUNK_SHIFT;
-	if (idx >= a->nr_chunks)
+	/* compare before narrowing: a wild offset must not alias a chunk */
+	if (rel >> PMIDX_CHUNK_SHIFT >= a->nr_chunks)
 		return NULL;
+	idx = rel >> PMIDX_CHUNK_SHIFT;
 	c = &a->chunks[idx];
 	rel &= PMIDX_CHUNK_SIZE - 1;
 	switch (c->type) {
@@ -358,9 +359,9 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 
 	if (off < a->data_off || off + len < off)
 		return false;
-	idx = (off - a->data_off) >> PMIDX_CHUNK_SHIFT;
-	if (idx >= a->nr_chunks)
+	if ((off - a->data_off) >> PMIDX_CHUNK_SHIFT >= a->nr_chunks)
 		return false;
+	idx = (off - a->data_off) >> PMIDX_CHUNK_SHIFT;
 	first = idx;
 	while (idx && a->chunks[idx].type == PMIDX_CHUNK_RUN_TAIL)
 		idx--;

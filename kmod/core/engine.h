@@ -64,6 +64,12 @@ struct pmidx_engine_ops {
 
 const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine);
 
+/* The engines (kmod/engines/<name>/) */
+extern const struct pmidx_engine_ops ccl_engine_ops;
+
+/* Engines built in (kmod/engines/<name>/) */
+extern const struct pmidx_engine_ops pmidx_utree_ops;
+
 /* memcmp order, shorter first on a common prefix */
 static inline int pmidx_key_cmp(const u8 *a, u32 alen, const u8 *b, u32 blen)
 {

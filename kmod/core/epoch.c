@@ -23,7 +23,17 @@
 struct limbo {
 	u64		obj;
 	u64		epoch;
+	void		(*fn)(void *ctx, u64 obj);	/* NULL: e->free_fn */
+	void		*ctx;
 };
+
+static void limbo_free(struct pmidx_epoch *e, const struct limbo *l)
+{
+	if (l->fn)
+		l->fn(l->ctx, l->obj);
+	else
+		e->free_fn(e->ctx, l->obj);
+}
 
 struct pmidx_epoch_cpu {
 	u64		active;		/* epoch entered, 0 = quiescent */
@@ -99,7 +109,7 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 	spin_lock(&c->lock);
 	for (i = 0; i < c->nr; i++) {
 		if (c->items[i].epoch + 2 <= g)
-			e->free_fn(e->ctx, c->items[i].obj);
+			limbo_free(e, &c->items[i]);
 		else
 			c->items[kept++] = c->items[i];
 	}
@@ -123,35 +133,58 @@ static int limbo_grow(struct pmidx_epoch_cpu *c)
 }
 
 /**
- * pmidx_epoch_retire - free @obj once no epoch section can still see it
+ * pmidx_epoch_retire_fn - free @obj with @fn(@ctx, @obj) once no epoch
+ *                         section can still see it
+ *
+ * For objects the pool allocator's free_fn cannot free (an engine's own
+ * sub-allocations). @ctx must stay valid until the object is freed: an
+ * engine calls pmidx_epoch_barrier() before tearing its state down.
  *
  * Context: inside or outside a section; may not sleep. Falls back to a
- * synchronous barrier when memory for the limbo list is short.
+ * synchronous barrier when memory for the limbo list is short, which
+ * needs the caller outside its own section.
  */
-void pmidx_epoch_retire(struct pmidx_epoch *e, u64 obj)
+void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
+			   void (*fn)(void *ctx, u64 obj), void *ctx)
 {
 	struct pmidx_epoch_cpu *c;
+	struct limbo *l;
 	u64 g;
 
 	preempt_disable();
 	c = this_cpu_ptr(e->pcpu);
 	spin_lock(&c->lock);
 	if (c->nr == c->cap && limbo_grow(c)) {
+		struct limbo now = { .obj = obj, .fn = fn, .ctx = ctx };
+
 		spin_unlock(&c->lock);
 		preempt_enable();
 		pmidx_epoch_barrier(e);
-		e->free_fn(e->ctx, obj);
+		limbo_free(e, &now);
 		return;
 	}
-	c->items[c->nr].obj = obj;
-	c->items[c->nr].epoch = atomic64_read(&e->global);
-	c->nr++;
+	l = &c->items[c->nr++];
+	l->obj = obj;
+	l->epoch = atomic64_read(&e->global);
+	l->fn = fn;
+	l->ctx = ctx;
 	spin_unlock(&c->lock);
 	if (c->nr % LIMBO_BATCH == 0) {
 		g = try_advance(e);
 		collect(e, c, g);
 	}
 	preempt_enable();
+}
+
+/**
+ * pmidx_epoch_retire - free @obj through the pool's free_fn once no epoch
+ *                      section can still see it
+ *
+ * Context: as pmidx_epoch_retire_fn().
+ */
+void pmidx_epoch_retire(struct pmidx_epoch *e, u64 obj)
+{
+	pmidx_epoch_retire_fn(e, obj, NULL, NULL);
 }
 
 /**

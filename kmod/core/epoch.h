@@ -28,6 +28,9 @@ void pmidx_epoch_destroy(struct pmidx_epoch *e);	/* frees every retired object *
 void pmidx_epoch_enter(struct pmidx_epoch *e);
 void pmidx_epoch_exit(struct pmidx_epoch *e);
 void pmidx_epoch_retire(struct pmidx_epoch *e, u64 obj);
+/* like pmidx_epoch_retire(), but @fn(@ctx, @obj) frees it instead of free_fn */
+void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
+			   void (*fn)(void *ctx, u64 obj), void *ctx);
 void pmidx_epoch_barrier(struct pmidx_epoch *e);	/* free all retired, waiting */
 
 #endif /* _PMIDX_EPOCH_H */

@@ -156,6 +156,19 @@ bad:
 	return -EUCLEAN;
 }
 
+/*
+ * The first write of an attach: mark the pool in use before any engine
+ * may allocate, so that a crash from here on makes the next attach trace
+ * instead of trusting written-back bitmaps that miss new allocations.
+ * Checks that can refuse the image all run before it.
+ */
+static void mark_in_use(struct pmidx_pool *pool)
+{
+	pool->sb.clean = 0;
+	pool->sb.attach_count = cpu_to_le64(le64_to_cpu(pool->sb.attach_count) + 1);
+	pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
+}
+
 static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 {
 	struct pmidx_recover rc = { .clean = clean, .threads = num_online_cpus() };
@@ -178,6 +191,7 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 		return ret;
 	pool->flags |= PMIDX_POOL_F_RECOVERED;
 open:
+	mark_in_use(pool);
 	ret = open_engines(pool, &rc, why);
 	if (!rc.clean) {
 		pmidx_alloc_trace_end(&pool->alloc);
@@ -241,10 +255,6 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 	ret = pool_recover(pool, clean, why);
 	if (ret)
 		goto err_indexes;
-
-	pool->sb.clean = 0;
-	pool->sb.attach_count = cpu_to_le64(le64_to_cpu(pool->sb.attach_count) + 1);
-	pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
 	return pool;
 
 err_indexes:

@@ -18,7 +18,9 @@
  * Replay one failure: PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V
  *   ccl-crash --seed S --only NAME
  */
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <linux/prandom.h>
 #include <shim/shim.h>
 #include "crashsim.h"
@@ -183,6 +185,13 @@ static int scan_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
 	return 0;
 }
 
+static int scan_count(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		      const u8 *val, u32 vlen)
+{
+	container_of(sink, struct scan_chk, sink)->n++;
+	return 0;
+}
+
 static int ccl_check_image(struct crashsim *cs, const struct crashsim_point *pt,
 			   struct pmidx_pool *pool, int err, const char *why,
 			   void *arg)
@@ -313,7 +322,385 @@ static void ccl_long_nbatch7_recover1(void)
 	run("ccl_long_nbatch7_recover1", 1500, 7, 1, false, false);
 }
 
+/* ---- corrupted images: refused with an error, never a crash ---------- */
+
+static void exercise(struct pmidx_index *idx)
+{
+	struct scan_chk sc = { .sink.emit = scan_count };
+	const char *why;
+	u8 k[64], v[VMAX];
+	unsigned int n;
+	u32 kl, vl;
+	u64 keys;
+
+	for (n = 0; n < NKEYS; n++) {
+		kl = key_of(n, k);
+		vl = sizeof(v);
+		idx->ops->get(idx, k, kl, v, &vl);
+	}
+	idx->ops->scan(idx, NULL, 0, false, NULL, 0, &sc.sink);
+	idx->ops->check(idx, &keys, &why);
+	for (n = 0; n < NKEYS; n += 3) {
+		kl = key_of(n, k);
+		vl = val_of(n, v);
+		idx->ops->put(idx, k, kl, v, vl, 0);
+		idx->ops->del(idx, k, kl);
+	}
+	ccl_gc_run(idx->priv);
+}
+
+struct target {
+	u64	off;
+	u32	len;
+};
+
+/* Where the index keeps its metadata in @img: root, leaves, log. */
+static unsigned int targets(void *img, struct pmidx_index *idx,
+			    struct target *t)
+{
+	struct ccl_root *r = img + idx->root;
+	struct pmidx_wal_dir *d = img + le64_to_cpu(r->wal_dir);
+	unsigned int n = 0, i;
+	u64 off;
+
+	t[n++] = (struct target){ idx->root, 32 };
+	t[n++] = (struct target){ le64_to_cpu(r->wal_dir), 256 };
+	for (i = 0; i < PMIDX_WAL_NSLOTS && n < 4000; i++)
+		if (d->slot[i])
+			t[n++] = (struct target){
+				le64_to_cpu(d->slot[i]) & ~0xffULL, 4096 };
+	for (off = le64_to_cpu(r->head); off && n < 4096;
+	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
+		t[n++] = (struct target){ off, 256 };
+	return n;
+}
+
+static void ccl_corrupt(void)
+{
+	const u64 size = 32ULL << 20;
+	unsigned int i, j, refused = 0, opened = 0, idx_err = 0;
+	struct pmidx_index *idx;
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	void *base[2], *img;
+	u8 k[64], v[VMAX];
+	u64 data_off, id;
+	unsigned int nt;
+	u32 kl, vl;
+	static struct target tgt[4096];
+
+	ccl_nbatch = 3;
+	ccl_log_chunk_kb = 256;
+	ccl_th_log = 1000000;
+	ccl_gc_interval_ms = 1U << 30;
+	ccl_gc_naive = false;
+	base[0] = ut_img_alloc(size);
+	pool = ut_pool_new(base[0], size);
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
+	for (id = 1; id < 3000; id++) {
+		kl = key_of(id % NKEYS + (id % 7) * NKEYS, k);
+		vl = val_of(id, v);
+		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+		if (id % 5 == 0)
+			idx->ops->del(idx, k, kl);
+		if (id % 500 == 0)
+			UT_EQ(ccl_gc_run(idx->priv), 0);
+	}
+	data_off = le64_to_cpu(pool->sb.data_off);
+	nt = targets(img = base[0], idx, tgt);
+	base[1] = ut_img_dup(base[0], size);	/* a crash: log to replay */
+	pmidx_pool_close(pool);			/* and a clean detach */
+
+	for (i = 0; i < 400; i++) {
+		img = ut_img_dup(base[i % 2], size);
+		for (j = 0; j < 1 + ut_rand(4); j++) {
+			u64 off = data_off + ut_rand(2U << 20);
+
+			/* mostly the engine's own metadata */
+			if (ut_rand(4)) {
+				struct target *t = &tgt[ut_rand(nt)];
+
+				off = t->off + ut_rand(t->len);
+			}
+
+			if (ut_rand(2))
+				((u8 *)img)[off] ^= 1 << ut_rand(8);
+			else
+				((u8 *)img)[off & ~7ULL] = ut_rand(256);
+		}
+		pool = pmidx_pool_open(img, size, false, &why);
+		if (IS_ERR(pool)) {
+			refused++;
+		} else {
+			idx = pmidx_index_lookup(pool, "c");
+			if (idx && idx->opened) {
+				opened++;
+				exercise(idx);
+			} else {
+				idx_err++;
+			}
+			pmidx_pool_close(pool);
+		}
+		ut_img_free(img, size);
+	}
+	ut_note("ccl_corrupt: %u images, %u refused, %u opened and exercised",
+		i, refused, opened);
+	UT_EQ(idx_err, 0);
+	ut_img_free(base[0], size);
+	ut_img_free(base[1], size);
+}
+
+/* leaf timestamps near the limit are reset at a clean attach */
+static void ccl_ts_reset(void)
+{
+	const u64 size = 32ULL << 20;
+	struct pmidx_index *idx;
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	struct ccl_root *r;
+	u8 k[64], v[VMAX], got[VMAX];
+	u64 off, id;
+	u32 kl, vl;
+	void *img;
+
+	ccl_nbatch = 2;
+	ccl_log_chunk_kb = 256;
+	img = ut_img_alloc(size);
+	pool = ut_pool_new(img, size);
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
+	for (id = 0; id < 500; id++) {
+		kl = key_of(id % NKEYS, k);
+		vl = val_of(id, v);
+		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+	}
+	r = img + idx->root;
+	pmidx_pool_close(pool);
+	for (off = le64_to_cpu(r->head); off;
+	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
+		((struct ccl_leaf *)(img + off))->ts = cpu_to_le64(CCL_TS_LIMIT - 5);
+	pool = ut_pool_open(img, size);
+	idx = pmidx_index_lookup(pool, "c");
+	UT_ASSERT(idx && idx->opened);
+	for (off = le64_to_cpu(r->head); off;
+	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
+		UT_EQ(((struct ccl_leaf *)(img + off))->ts, 0);
+	UT_EQ(atomic64_read(&((struct ccl_tree *)idx->priv)->ts), 0);
+	for (id = 500 - NKEYS; id < 500; id++) {
+		kl = key_of(id % NKEYS, k);
+		vl = sizeof(got);
+		UT_EQ(idx->ops->get(idx, k, kl, got, &vl), 0);
+		UT_EQ(vl, val_of(id, v));
+		UT_ASSERT(!memcmp(got, v, vl));
+		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+	}
+	pmidx_pool_close(pool);
+	ut_img_free(img, size);
+}
+
+/* ---- threads: writers, readers, a scanner, GC all the time ------------ */
+
+#define TW		3
+#define TKEYS		400
+
+/* C11 atomics clash with the shim's atomic_t names: use the builtins */
+#define LD(x)		__atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define ST(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
+#define INC(x)		__atomic_fetch_add(&(x), 1, __ATOMIC_SEQ_CST)
+
+struct tshared {
+	struct pmidx_index	*idx;
+	u64			acked[TW][TKEYS];	/* ver << 1 | deleted */
+	u64			begun[TW][TKEYS];
+	bool			stop;
+	long			errors, writes, scans;
+};
+
+struct tval {
+	u64	key, ver;
+	u8	pad[40];	/* out of line: 56 bytes */
+};
+
+static u32 tkey(u8 *k, unsigned int w, unsigned int i)
+{
+	k[0] = 'T';
+	k[1] = w;
+	k[2] = i >> 8;
+	k[3] = i;
+	memset(k + 4, 'x', 8);
+	return i % 2 ? 12 : 8;		/* out of line or inline keys */
+}
+
+static void *t_writer(void *arg)
+{
+	struct tshared *sh = *(struct tshared **)arg;
+	unsigned int w = ((unsigned long *)arg)[1], i;
+	u64 ver[TKEYS] = { 0 }, s = w + 1;
+	struct tval v = { 0 };
+	u8 k[16];
+	int ret;
+
+	while (!LD(sh->stop)) {
+		bool del;
+		u32 kl;
+
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		i = (s >> 33) % TKEYS;
+		del = (s >> 20) % 8 == 0;
+		kl = tkey(k, w, i);
+		v.key = (u64)w << 32 | i;
+		v.ver = ++ver[i];
+		ST(sh->begun[w][i], v.ver << 1 | del);
+		if (del) {
+			u64 a = LD(sh->acked[w][i]);
+
+			ret = sh->idx->ops->del(sh->idx, k, kl);
+			if (ret != (a && !(a & 1) ? 0 : -ENOENT))
+				INC(sh->errors);
+		} else {
+			ret = sh->idx->ops->put(sh->idx, k, kl, (u8 *)&v,
+						i % 3 ? 16 : sizeof(v), 0);
+			if (ret)
+				INC(sh->errors);
+		}
+		ST(sh->acked[w][i], v.ver << 1 | del);
+		INC(sh->writes);
+	}
+	return NULL;
+}
+
+static void *t_reader(void *arg)
+{
+	struct tshared *sh = *(struct tshared **)arg;
+	u64 s = ((unsigned long *)arg)[1] * 77 + 5, a0, b1;
+	unsigned int w, i;
+	struct tval v;
+	u32 kl, vl;
+	u8 k[16];
+	int ret;
+
+	while (!LD(sh->stop)) {
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		w = (s >> 40) % TW;
+		i = (s >> 20) % TKEYS;
+		kl = tkey(k, w, i);
+		a0 = LD(sh->acked[w][i]);
+		vl = sizeof(v);
+		ret = sh->idx->ops->get(sh->idx, k, kl, (u8 *)&v, &vl);
+		b1 = LD(sh->begun[w][i]);
+		if (ret == -ENOENT) {
+			if (a0 && !(a0 & 1) && b1 == a0)
+				INC(sh->errors);
+			continue;
+		}
+		if (ret || v.key != ((u64)w << 32 | i) ||
+		    v.ver < (a0 >> 1) || (v.ver == (a0 >> 1) && (a0 & 1)) ||
+		    v.ver > (b1 >> 1))
+			INC(sh->errors);
+	}
+	return NULL;
+}
+
+struct tscan {
+	struct pmidx_scan_sink	sink;
+	u8			last[16];
+	u32			lastl, n;
+	bool			bad;
+};
+
+static int t_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		  const u8 *val, u32 vlen)
+{
+	struct tscan *t = container_of(sink, struct tscan, sink);
+
+	if ((t->n && pmidx_key_cmp(t->last, t->lastl, key, klen) >= 0) ||
+	    klen > 16)
+		t->bad = true;
+	memcpy(t->last, key, min(klen, 16U));
+	t->lastl = klen;
+	t->n++;
+	return 0;
+}
+
+static void *t_scanner(void *arg)
+{
+	struct tshared *sh = *(struct tshared **)arg;
+
+	while (!LD(sh->stop)) {
+		struct tscan t = { .sink.emit = t_emit };
+
+		if (sh->idx->ops->scan(sh->idx, NULL, 0, false, NULL, 0, &t.sink) ||
+		    t.bad)
+			INC(sh->errors);
+		INC(sh->scans);
+	}
+	return NULL;
+}
+
+static void ccl_threads(void)
+{
+	const u64 size = 64ULL << 20;
+	struct tshared *sh = calloc(1, sizeof(*sh));
+	unsigned long args[TW + 3][2];
+	pthread_t th[TW + 3];
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	unsigned int i, w, n = 0;
+	const char *cwhy;
+	u64 keys, st;
+	void *img;
+
+	UT_ASSERT(sh);
+	ccl_nbatch = 2;
+	ccl_log_chunk_kb = 256;
+	ccl_th_log = 0;			/* collect whenever possible */
+	ccl_gc_interval_ms = 1;
+	img = ut_img_alloc(size);
+	pool = ut_pool_new(img, size);
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &sh->idx, &why), 0);
+	for (w = 0; w < TW + 3; w++) {
+		args[w][0] = (unsigned long)sh;
+		args[w][1] = w < TW ? w : w - TW;
+		pthread_create(&th[n++], NULL,
+			       w < TW ? t_writer : w < TW + 2 ? t_reader : t_scanner,
+			       args[w]);
+	}
+	sleep(6);
+	ST(sh->stop, true);
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	ut_note("ccl_threads: %ld writes, %ld scans, %lld collections",
+		LD(sh->writes), LD(sh->scans),
+		(long long)atomic64_read(&((struct ccl_tree *)sh->idx->priv)->gc_runs));
+	UT_EQ(LD(sh->errors), 0);
+	UT_EQ(sh->idx->ops->check(sh->idx, &keys, &cwhy), 0);
+	for (w = 0; w < TW; w++) {
+		for (i = 0; i < TKEYS; i++) {
+			struct tval v;
+			u32 vl = sizeof(v);
+			u8 k[16];
+			int ret;
+
+			st = LD(sh->acked[w][i]);
+			ret = sh->idx->ops->get(sh->idx, k, tkey(k, w, i),
+						(u8 *)&v, &vl);
+			if (!st || (st & 1)) {
+				UT_EQ(ret, -ENOENT);
+			} else {
+				UT_EQ(ret, 0);
+				UT_EQ(v.ver, st >> 1);
+			}
+		}
+	}
+	ccl_gc_interval_ms = 1U << 30;
+	pmidx_pool_close(pool);
+	ut_img_free(img, size);
+	free(sh);
+}
+
 static const struct ut_test tests[] = {
+	UT_TEST(ccl_threads),
+	UT_TEST(ccl_ts_reset),
+	UT_TEST(ccl_corrupt),
 	UT_TEST(ccl_short_nbatch2),
 	UT_TEST(ccl_long_nbatch2),
 	UT_TEST(ccl_long_nbatch1),

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Per-CPU write-ahead log in chunks (see wal.c for the protocol).
+ *
+ * A log is a set of chunks (allocator objects, 4 MiB by default) listed in
+ * a persistent directory object that the engine links from its root, so
+ * recovery finds every chunk, in use or free. Each CPU appends to its own
+ * current chunk of one of two sides (0/1), which lets a garbage collector
+ * write a fresh side while the old one is still the backup, then recycle
+ * the old side as a whole.
+ *
+ * An entry is 24 bytes: two 8-byte payload words and a meta word holding a
+ * 48-bit timestamp, 4 engine flag bits and a 12-bit check over the entry.
+ */
+#ifndef _PMIDX_WAL_H
+#define _PMIDX_WAL_H
+
+#include <linux/list.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include "pool.h"
+
+#define PMIDX_WAL_DIR_MAGIC	0x5249444c41575850ULL	/* "PXWALDIR" */
+#define PMIDX_WAL_DIR_SIZE	16384
+#define PMIDX_WAL_DIR_HDR	64
+#define PMIDX_WAL_NSLOTS	((PMIDX_WAL_DIR_SIZE - PMIDX_WAL_DIR_HDR) / 8)
+
+/* Directory slot word: chunk offset (256-byte aligned) | state. */
+#define PMIDX_WAL_SLOT_STATE	0xffULL
+#define PMIDX_WAL_SLOT_EMPTY	0	/* the whole word is 0 */
+#define PMIDX_WAL_SLOT_FREE	1	/* chunk on the free list */
+#define PMIDX_WAL_SLOT_SIDE0	2	/* in use by side 0 */
+#define PMIDX_WAL_SLOT_SIDE1	3	/* in use by side 1 */
+
+#define PMIDX_WAL_ENT_SIZE	24
+#define PMIDX_WAL_TS_BITS	48
+#define PMIDX_WAL_TS_MAX	((1ULL << PMIDX_WAL_TS_BITS) - 1)
+#define PMIDX_WAL_MIN_CHUNK	(256U << 10)
+
+struct pmidx_wal_dir {
+	__le64	magic;
+	__le32	nslots;
+	__le32	reserved0;
+	__le64	reserved[6];
+	__le64	slot[];
+};
+
+struct pmidx_wal_ent {
+	__le64	w0;
+	__le64	w1;
+	__le64	meta;		/* ts:48 | flags:4 | check:12 */
+};
+
+/* An entry as handed to the replay callback. */
+struct pmidx_wal_rec {
+	u64	w0, w1;
+	u64	ts;
+	u8	flags;
+};
+
+/**
+ * struct pmidx_wal_chunk - DRAM state of one log chunk
+ * @node:  on the free list or on a side's used list (wal->lock)
+ * @off:   pool offset of the chunk
+ * @size:  bytes
+ * @used:  bytes appended (the high-water mark), under the owning CPU's
+ *         lock while current, stable once on a list only
+ * @slot:  directory slot
+ */
+struct pmidx_wal_chunk {
+	struct list_head	node;
+	u64			off;
+	u32			size;
+	u32			used;
+	u32			slot;
+};
+
+struct pmidx_wal_cpu {
+	spinlock_t		lock;		/* protects cur and appends */
+	struct pmidx_wal_chunk	*cur[2];
+};
+
+/**
+ * struct pmidx_wal - an open log
+ * @lock:        protects @free, @used, @slot_map, @nfree
+ * @chunk_size:  size of new chunks
+ * @max_free:    free chunks kept beyond this go back to the allocator
+ * @used_bytes:  bytes appended to chunks on the used lists (log size)
+ * @chunk_bytes: bytes of every chunk the log holds (used and free)
+ */
+struct pmidx_wal {
+	struct pmidx_pool		*pool;
+	struct pmidx_wal_dir		*dir;
+	u64				dir_off;
+	u32				nslots;
+	u32				chunk_size;
+	u32				max_free;
+	spinlock_t			lock;
+	struct list_head		free;
+	struct list_head		used[2];
+	u32				nfree;
+	unsigned long			*slot_map;
+	struct pmidx_wal_cpu __percpu	*pcpu;
+	atomic64_t			used_bytes;
+	atomic64_t			chunk_bytes;
+	atomic64_t			appends;
+};
+
+u64 pmidx_wal_format(struct pmidx_pool *pool);
+int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off, bool trace,
+		   u32 chunk_size, struct pmidx_wal **out);
+int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
+		     int (*fn)(void *ctx, unsigned int worker,
+			       const struct pmidx_wal_rec *rec),
+		     void *ctx);
+int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
+		     u64 ts, u8 flags);
+void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side);
+int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n);
+void pmidx_wal_close(struct pmidx_wal *w);
+void pmidx_wal_destroy(struct pmidx_wal *w);
+
+static inline u64 pmidx_wal_bytes(struct pmidx_wal *w)
+{
+	return atomic64_read(&w->used_bytes);
+}
+
+#endif /* _PMIDX_WAL_H */

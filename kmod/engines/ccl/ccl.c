@@ -1,0 +1,958 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ccl: CCL-BTree (Li et al., "CCL-BTree: A Crash-Consistent Locality-Aware
+ * B+-Tree for Reducing XPBuffer-Induced Write Amplification in Persistent
+ * Memory", EuroSys'24), the pmidx engine operations.
+ *
+ * Structure (files of this folder):
+ *   format.h   the PM layout: root, 256-byte leaves, log entry flags
+ *   inner.c    DRAM inner nodes (optimistic lock coupling)
+ *   buffer.c   DRAM buffer nodes, one per leaf, and the write path
+ *   leaf.c     leaf lookup and batch flush
+ *   split.c    logless split;  merge.c  merge into the left sibling
+ *   gc.c       locality-aware log GC (core/wal.c logs, core/gc.c thread)
+ *   recovery.c rebuild + log replay at attach; check.c  the checker
+ *   kv.c       key/value words, blobs, fingerprints
+ *
+ * Timestamps. One counter per index (t->ts, atomic increment), taken with
+ * the buffer node locked. All writes of a key happen under the lock of
+ * the one buffer node whose range holds it, so the counter orders the
+ * versions of each key, which is all replay needs; it also orders every
+ * log entry of a leaf against the leaf's timestamp (the batch timestamp
+ * is taken after every entry in the batch). The paper reads the TSC and
+ * uses ORDO to bound cross-socket skew; a shared counter is exact, needs
+ * no uncertainty window, and costs one contended cache line, acceptable
+ * next to the pmem flush of every write. Log entries hold 48 bits of it;
+ * at attach the counter resumes above every timestamp found on media, so
+ * leaf timestamps need not be reset (the paper resets them because the
+ * TSC restarts at boot). 2^48 writes are about 9 years at 1M writes/s.
+ *
+ * Deletes and recovery. Recovery re-derives the leaf ranges from each
+ * leaf's smallest key (the runtime separators are DRAM only), which moves
+ * the boundary between two leaves somewhere into the gap between the left
+ * leaf's largest key and the right leaf's smallest. For a key present in
+ * a leaf that changes nothing (it routes to that leaf). For an absent key
+ * it would be unsafe to compare a log entry with the timestamp of a leaf
+ * that may not have been the key's leaf. So recovery decides absent keys
+ * without timestamps: the newest entry wins if it is a put and is dropped
+ * if it is a tombstone. That is right only if a put entry is never stale
+ * while its key is absent, i.e. if whatever deleted the key left a newer
+ * entry in the log. Buffered deletes are logged anyway; so the one change
+ * to the paper's write-conservative logging is that a trigger *delete* is
+ * logged too (a trigger put is not). Entries only leave the log together
+ * with everything older (a GC recycles a whole side), so the tombstone
+ * outlives the put it overrides.
+ *
+ * Out-of-line keys and values: see format.h and kv.c. A put of a key that
+ * is not 8 bytes writes a new key blob unless the key sits unflushed in
+ * the buffer (then that slot's blob is reused), so a blob is never shared
+ * by a leaf slot and a replayable log entry: recovery marks it once.
+ */
+#include <linux/errno.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "ccl.h"
+
+unsigned int ccl_nbatch = 2;
+module_param(ccl_nbatch, uint, 0644);
+MODULE_PARM_DESC(ccl_nbatch, "ccl: buffer slots per leaf, 1..7 (default 2; read when an index opens)");
+
+unsigned int ccl_log_chunk_kb = 4096;
+module_param(ccl_log_chunk_kb, uint, 0644);
+MODULE_PARM_DESC(ccl_log_chunk_kb, "ccl: log chunk size in KiB, 256..1048576 (default 4096)");
+
+unsigned int ccl_th_log = 20;
+module_param(ccl_th_log, uint, 0644);
+MODULE_PARM_DESC(ccl_th_log, "ccl: GC when log bytes exceed this percentage of leaf bytes (default 20)");
+
+bool ccl_gc_naive;
+module_param(ccl_gc_naive, bool, 0644);
+MODULE_PARM_DESC(ccl_gc_naive, "ccl: naive GC (flush buffers to leaves) instead of locality-aware");
+
+unsigned int ccl_gc_interval_ms = 1000;
+module_param(ccl_gc_interval_ms, uint, 0644);
+MODULE_PARM_DESC(ccl_gc_interval_ms, "ccl: GC thread poll interval (default 1000 ms; read when an index opens)");
+
+/* ---- reclamation ------------------------------------------------------- */
+
+/* Objects retired in t->epoch: DRAM (bit 0), a leaf (bit 1), or a blob. */
+static void ccl_epoch_free(void *ctx, u64 obj)
+{
+	struct ccl_tree *t = ctx;
+
+	if (obj & 1) {
+		kfree((void *)(uintptr_t)(obj & ~1ULL));
+		return;
+	}
+	if (!(obj & 2))
+		atomic64_sub(pmidx_alloc_size(&t->pool->alloc, obj),
+			     &t->blob_bytes);
+	pmidx_free(&t->pool->alloc, obj & ~3ULL);
+}
+
+/* ---- resources ---------------------------------------------------------- */
+
+bool ccl_stash_fill(struct ccl_tree *t, struct ccl_stash *st, unsigned int n)
+{
+	struct ccl_inode *x;
+
+	n = min_t(unsigned int, n, CCL_STASH_MAX);
+	spin_lock(&t->spare_lock);
+	while (st->cnt < n && t->nspare)
+		st->n[st->cnt++] = t->spare[--t->nspare];
+	spin_unlock(&t->spare_lock);
+	while (st->cnt < n) {
+		x = ccl_inode_alloc(GFP_ATOMIC);
+		if (!x)
+			return false;
+		st->n[st->cnt++] = x;
+	}
+	return true;
+}
+
+void ccl_stash_return(struct ccl_tree *t, struct ccl_stash *st)
+{
+	spin_lock(&t->spare_lock);
+	while (st->cnt && t->nspare < CCL_SPARE_INODES)
+		t->spare[t->nspare++] = st->n[--st->cnt];
+	spin_unlock(&t->spare_lock);
+	while (st->cnt)
+		kfree(st->n[--st->cnt]);
+}
+
+/**
+ * ccl_res_fill - allocate, sleeping, what a split could not get atomically
+ *
+ * Context: process context, outside epoch sections.
+ */
+int ccl_res_fill(struct ccl_tree *t, struct ccl_res *res)
+{
+	struct ccl_stash st = { .cnt = 0 };
+	unsigned int want = res->want_in;
+
+	if (++res->tries > 16)
+		return -ENOMEM;
+	if (res->want_bn && !res->bn)
+		res->bn = ccl_bnode_alloc(t, GFP_KERNEL);
+	if (res->want_fence && !res->fence)
+		res->fence = kmalloc(sizeof(*res->fence) + PMIDX_KEY_MAX,
+				     GFP_KERNEL);
+	if ((res->want_bn && !res->bn) || (res->want_fence && !res->fence))
+		return -ENOMEM;
+	want = min_t(unsigned int, want, CCL_STASH_MAX);
+	while (st.cnt < want) {
+		st.n[st.cnt] = ccl_inode_alloc(GFP_KERNEL);
+		if (!st.n[st.cnt])
+			break;
+		st.cnt++;
+	}
+	ccl_stash_return(t, &st);
+	res->want_bn = false;
+	res->want_fence = false;
+	res->want_in = 0;
+	return 0;
+}
+
+void ccl_res_release(struct ccl_tree *t, struct ccl_res *res)
+{
+	kfree(res->bn);
+	kfree(res->fence);
+	res->bn = NULL;
+	res->fence = NULL;
+}
+
+/* ---- walking the buffer nodes ------------------------------------------ */
+
+/**
+ * ccl_walk - call @fn on every buffer node, locked, in key order
+ *
+ * @fn may flush, split or merge the node; the walk resumes at the key
+ * that was the node's high fence. Return values of @fn: 0 go on,
+ * CCL_NEEDRES fill @res and call again on the same key, < 0 stop.
+ *
+ * Context: process context; each call runs inside an epoch section.
+ */
+int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
+	     struct ccl_res *res)
+{
+	u8 key[PMIDX_KEY_MAX];
+	struct ccl_bnode *b, *nx;
+	unsigned int n = 0;
+	u32 klen = 0;
+	u64 h;
+	int ret;
+
+	for (;;) {
+		pmidx_epoch_enter(&t->epoch);
+		b = ccl_find_lock(t, key, klen, &h);
+		ret = fn(t, b, &h, ctx);
+		nx = b->next;
+		if (nx && ret != CCL_NEEDRES) {
+			klen = nx->low->len;
+			memcpy(key, nx->low->key, klen);
+		}
+		ccl_bn_unlock(b, h);
+		pmidx_epoch_exit(&t->epoch);
+		if (ret == CCL_NEEDRES) {
+			ret = ccl_res_fill(t, res);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (ret)
+			return ret;
+		if (!nx)
+			return 0;
+		if (!(++n % 32))
+			cond_resched();
+	}
+}
+
+/* ---- open / close -------------------------------------------------------- */
+
+static struct ccl_tree *tree_alloc(struct pmidx_index *idx)
+{
+	struct ccl_tree *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	t->idx = idx;
+	t->pool = idx->pool;
+	t->pm = &idx->pool->pm;
+	t->root = pmidx_ptr(t->pm, idx->root);
+	t->nbatch = clamp(READ_ONCE(ccl_nbatch), 1U, (unsigned int)CCL_NBATCH_MAX);
+	/* chunks of at most 1/64 of the pool: small pools are not eaten */
+	t->wal_chunk = clamp(READ_ONCE(ccl_log_chunk_kb), 256U, 1U << 20) << 10;
+	t->wal_chunk = min_t(u64, t->wal_chunk,
+			     max_t(u64, t->pm->size / 64, PMIDX_WAL_MIN_CHUNK));
+	t->wal_chunk = round_down(t->wal_chunk, PMIDX_WAL_MIN_CHUNK);
+	mutex_init(&t->init_lock);
+	mutex_init(&t->gc_lock);
+	spin_lock_init(&t->spare_lock);
+	atomic_set(&t->height, 0);
+	atomic64_set(&t->ts, 0);
+	atomic64_set(&t->gc_runs, 0);
+	atomic64_set(&t->nleaves, 0);
+	atomic64_set(&t->ninodes, 0);
+	atomic64_set(&t->blob_bytes, 0);
+	atomic_set(&t->ovf_nodes, 0);
+	t->st = alloc_percpu(struct ccl_pcpu);
+	if (!t->st || pmidx_epoch_init(&t->epoch, ccl_epoch_free, t)) {
+		free_percpu(t->st);
+		kfree(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Free every DRAM structure (the media is left as it is). */
+static void tree_free(struct ccl_tree *t)
+{
+	struct ccl_bnode *b, *nx;
+
+	pmidx_gc_stop(&t->gc);
+	for (b = t->bhead; b; b = nx) {
+		nx = b->next;
+		ccl_bnode_free(t, b);
+	}
+	ccl_inner_free_all(t);
+	while (t->nspare)
+		kfree(t->spare[--t->nspare]);
+	pmidx_wal_close(t->wal);
+	pmidx_epoch_destroy(&t->epoch);
+	free_percpu(t->st);
+	kfree(t);
+}
+
+/* The DRAM levels of a new, empty index. */
+static int tree_empty(struct ccl_tree *t, u64 head)
+{
+	struct ccl_bnode *b = ccl_bnode_alloc(t, GFP_KERNEL);
+	struct ccl_fence *f = ccl_fence_alloc(NULL, 0, GFP_KERNEL);
+	int ret = -ENOMEM;
+
+	if (!b || !f)
+		goto err;
+	ccl_bnode_make(t, b, f, head);
+	ret = ccl_inner_build(t, &b, 1);
+	if (ret)
+		goto err;
+	t->bhead = b;
+	t->head = head;
+	atomic64_set(&t->nleaves, 1);
+	return 0;
+err:
+	kfree(b);
+	kfree(f);
+	return ret;
+}
+
+/*
+ * Initialise an all-zero root: a head leaf and a log directory, durable,
+ * then the magic word. A power cut before the magic leaves an empty index
+ * whose objects the next recovery trace frees.
+ */
+static int tree_init(struct ccl_tree *t)
+{
+	struct pmidx_alloc *a = &t->pool->alloc;
+	struct ccl_leaf *l;
+	u64 head, dir;
+	int ret;
+
+	head = pmidx_alloc(a, sizeof(*l));
+	dir = head ? pmidx_wal_format(t->pool) : 0;
+	if (!dir) {
+		if (head)
+			pmidx_free(a, head);
+		return -ENOSPC;
+	}
+	l = ccl_ptr(t, head);
+	pmidx_memset_persist(t->pm, l, 0, sizeof(*l));
+	t->root->version = cpu_to_le32(CCL_FORMAT_VERSION);
+	t->root->flags = 0;
+	t->root->head = cpu_to_le64(head);
+	t->root->wal_dir = cpu_to_le64(dir);
+	pmidx_persist(t->pm, t->root, sizeof(*t->root));
+	ret = pmidx_wal_open(t->pool, dir, false, t->wal_chunk, &t->wal);
+	if (!ret)
+		ret = tree_empty(t, head);
+	if (ret) {
+		pmidx_wal_close(t->wal);
+		t->wal = NULL;
+		pmidx_free(a, dir);
+		pmidx_free(a, head);
+		return ret;
+	}
+	pmidx_store64_persist(t->pm, &t->root->magic, CCL_ROOT_MAGIC);
+	/* the DRAM tree is complete before anyone sees ready */
+	smp_store_release(&t->ready, true);
+	return 0;
+}
+
+/* The first write to an index whose root a crash left uninitialised. */
+static int ccl_lazy_init(struct ccl_tree *t)
+{
+	int ret = 0;
+
+	mutex_lock(&t->init_lock);
+	if (!t->ready)
+		ret = tree_init(t);
+	mutex_unlock(&t->init_lock);
+	return ret;
+}
+
+static int ccl_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
+{
+	struct ccl_tree *t;
+	struct ccl_root root;
+	char name[16];
+	int ret;
+
+	ccl_format_checks();
+	t = tree_alloc(idx);
+	if (!t)
+		return -ENOMEM;
+	ret = pmidx_read_media(&root, t->root, sizeof(root));
+	if (ret)
+		goto err;
+	if (!root.magic) {
+		/* new index (or one whose first open a crash cut short) */
+		if (rc->clean)
+			ret = tree_init(t);
+	} else if (le64_to_cpu(root.magic) != CCL_ROOT_MAGIC ||
+		   le32_to_cpu(root.version) != CCL_FORMAT_VERSION) {
+		pr_err("pmidx: index %s (ccl): bad root magic or version\n",
+		       idx->name);
+		ret = -EUCLEAN;
+	} else {
+		ret = ccl_recover(t, rc);
+		if (!ret)
+			t->ready = true;
+	}
+	if (ret)
+		goto err;
+	snprintf(name, sizeof(name), "ccl-gc/%s", idx->name);
+	ret = pmidx_gc_start(&t->gc, name, ccl_gc_work, t,
+			     READ_ONCE(ccl_gc_interval_ms));
+	if (ret)
+		goto err;
+	idx->priv = t;
+	if (!rc->clean || t->replayed)
+		pr_info("pmidx: index %s (ccl): %lld leaves, %llu log entries replayed in %llu us\n",
+			idx->name, (long long)atomic64_read(&t->nleaves),
+			t->replayed, t->recovery_ns / 1000);
+	return 0;
+err:
+	tree_free(t);
+	return ret;
+}
+
+static void ccl_close(struct pmidx_index *idx, bool clean)
+{
+	struct ccl_tree *t = idx->priv;
+
+	pmidx_gc_stop(&t->gc);
+	if (clean && t->ready) {
+		int ret = ccl_flush_all(t);
+
+		if (ret)
+			pr_warn("pmidx: index %s (ccl): flush at detach failed (%d); the log keeps the data\n",
+				idx->name, ret);
+	}
+	tree_free(t);
+	idx->priv = NULL;
+}
+
+static void free_words(struct ccl_tree *t, u64 key, u64 val, u8 flags)
+{
+	if (flags & CCL_F_KIND)
+		ccl_free_word(t, key);
+	if (flags & CCL_F_VIND)
+		ccl_free_word(t, val);
+}
+
+/* drop-index: free every object but the root (nothing else runs). */
+static void ccl_destroy(struct pmidx_index *idx)
+{
+	struct ccl_tree *t = idx->priv;
+	struct ccl_bnode *b;
+	unsigned int i;
+
+	pmidx_gc_stop(&t->gc);
+	if (!t->ready)
+		goto out;
+	for (b = t->bhead; b; b = b->next) {
+		u64 h = atomic64_read(&b->hdr);
+		struct ccl_leaf *l = ccl_bn_leaf(t, h);
+		unsigned long bits = ccl_meta_bitmap(le64_to_cpu(l->meta));
+		u16 vind = le16_to_cpu(l->vind);
+
+		for (i = 0; i < bn_pos(h); i++)
+			free_words(t, b->slot[i].key, b->slot[i].val,
+				   b->sflag[i]);
+		for (i = 0; b->ovf && i < b->ovf->n; i++)
+			free_words(t, b->ovf->e[i].key, b->ovf->e[i].val,
+				   b->ovf->e[i].flags);
+		for_each_set_bit(i, &bits, CCL_LEAF_SLOTS)
+			free_words(t, (__force u64)l->slot[i].key,
+				   (__force u64)l->slot[i].val,
+				   (l->fp[i] & CCL_FP_IND ? CCL_F_KIND : 0) |
+				   (vind & BIT(i) ? CCL_F_VIND : 0));
+		pmidx_free(&t->pool->alloc, bn_leaf(h));
+	}
+	pmidx_wal_destroy(t->wal);
+	t->wal = NULL;
+out:
+	tree_free(t);
+	idx->priv = NULL;
+}
+
+/* ---- get ---------------------------------------------------------------- */
+
+/* What a reader copies from a buffer node and its leaf under the version. */
+struct rsnap {
+	unsigned int	pos;
+	u8		cache;
+	u8		sflag[CCL_NBATCH_MAX];
+	u8		sfp[CCL_NBATCH_MAX];
+	struct ccl_kv	slot[CCL_NBATCH_MAX];
+	struct ccl_ovf	*ovf;
+	unsigned int	ncand;
+	u8		cflag[CCL_LEAF_SLOTS];
+	struct ccl_kv	cand[CCL_LEAF_SLOTS];
+};
+
+static void snap_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
+		      struct rsnap *s, u8 fp)
+{
+	struct ccl_leaf *l = ccl_bn_leaf(t, h);
+	unsigned long bits;
+	unsigned int i;
+	u16 vind;
+
+	s->pos = bn_pos(h);
+	s->cache = READ_ONCE(b->cache);
+	for (i = 0; i < t->nbatch; i++) {
+		s->sflag[i] = READ_ONCE(b->sflag[i]);
+		s->sfp[i] = READ_ONCE(b->sfp[i]);
+		s->slot[i].key = READ_ONCE(b->slot[i].key);
+		s->slot[i].val = READ_ONCE(b->slot[i].val);
+	}
+	s->ovf = READ_ONCE(b->ovf);
+	bits = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta)));
+	vind = le16_to_cpu(READ_ONCE(l->vind));
+	s->ncand = 0;
+	for_each_set_bit(i, &bits, CCL_LEAF_SLOTS) {
+		if (READ_ONCE(l->fp[i]) != fp)
+			continue;
+		s->cflag[s->ncand] = (fp & CCL_FP_IND ? CCL_F_KIND : 0) |
+				     (vind & BIT(i) ? CCL_F_VIND : 0);
+		s->cand[s->ncand].key = (__force u64)READ_ONCE(l->slot[i].key);
+		s->cand[s->ncand].val = (__force u64)READ_ONCE(l->slot[i].val);
+		s->ncand++;
+	}
+}
+
+/* Find the key in a validated snapshot: 1 found, 0 absent; *hit: buffer. */
+static int snap_lookup(struct ccl_tree *t, struct rsnap *s, const u8 *k,
+		       u32 klen, u8 fp, u64 *val, u8 *flags, bool *hit)
+{
+	unsigned int i;
+
+	*hit = true;
+	for (i = 0; i < s->pos; i++)
+		if (s->sfp[i] == fp && ccl_key_eq(t, s->slot[i].key,
+						  s->sflag[i] & CCL_F_KIND, k, klen))
+			goto slot;
+	for (i = s->pos; i < t->nbatch; i++)
+		if ((s->cache & BIT(i)) && s->sfp[i] == fp &&
+		    ccl_key_eq(t, s->slot[i].key, s->sflag[i] & CCL_F_KIND,
+			       k, klen))
+			goto slot;
+	*hit = false;
+	for (i = 0; s->ovf && i < s->ovf->n; i++) {
+		struct ccl_ent *e = &s->ovf->e[i];
+
+		if (e->fp == fp && ccl_key_eq(t, e->key, e->flags & CCL_F_KIND,
+					      k, klen)) {
+			*val = e->val;
+			*flags = e->flags;
+			return !(e->flags & CCL_F_TOMB);
+		}
+	}
+	for (i = 0; i < s->ncand; i++) {
+		if (ccl_key_eq(t, s->cand[i].key, s->cflag[i] & CCL_F_KIND,
+			       k, klen)) {
+			*val = s->cand[i].val;
+			*flags = s->cflag[i];
+			return 1;
+		}
+	}
+	return 0;
+slot:
+	*val = s->slot[i].val;
+	*flags = s->sflag[i];
+	return !(s->sflag[i] & CCL_F_TOMB);
+}
+
+static int ccl_get(struct pmidx_index *idx, const u8 *key, u32 klen,
+		   u8 *val, u32 *vlen)
+{
+	struct ccl_tree *t = idx->priv;
+	u8 fp = ccl_fp(key, klen), flags = 0;
+	struct ccl_bnode *b, *nx;
+	struct rsnap s;
+	const u8 *p;
+	u32 len;
+	bool hit;
+	u64 h, vw = 0;
+	int found;
+
+	ccl_stat_inc(t, get);
+	if (!ccl_ready(t))
+		return -ENOENT;
+	pmidx_epoch_enter(&t->epoch);
+retry:
+	b = ccl_inner_find(t, key, klen);
+again:
+	h = ccl_bn_read_begin(b);
+	if (!h)
+		goto retry;
+	nx = READ_ONCE(b->next);
+	if (nx && ccl_fence_cmp(nx->low, key, klen) <= 0) {
+		if (ccl_bn_read_retry(b, h))
+			goto again;
+		b = nx;
+		goto again;
+	}
+	snap_node(t, b, h, &s, fp);
+	if (ccl_bn_read_retry(b, h))
+		goto again;
+	/* consistent: words may now be followed to blobs */
+	found = snap_lookup(t, &s, key, klen, fp, &vw, &flags, &hit);
+	if (found) {
+		p = ccl_word_bytes(t, &vw, flags & CCL_F_VIND, &len);
+		if (len <= *vlen)
+			memcpy(val, p, len);
+		*vlen = len;
+		if (hit)
+			ccl_stat_inc(t, buffer_hits);
+	}
+	pmidx_epoch_exit(&t->epoch);
+	return found ? 0 : -ENOENT;
+}
+
+/* ---- put / del ---------------------------------------------------------- */
+
+static int do_write(struct ccl_tree *t, struct ccl_wreq *r)
+{
+	struct ccl_res res = {};
+	int ret;
+
+	for (;;) {
+		pmidx_epoch_enter(&t->epoch);
+		ret = ccl_buf_write(t, r, &res);
+		pmidx_epoch_exit(&t->epoch);
+		if (ret == CCL_RETRY)
+			continue;
+		if (ret != CCL_NEEDRES)
+			break;
+		ret = ccl_res_fill(t, &res);
+		if (ret)
+			break;
+	}
+	ccl_res_release(t, &res);
+	if (!r->kw_used && (r->flags & CCL_F_KIND))
+		ccl_free_word(t, r->kw);
+	if (!r->vw_used && (r->flags & CCL_F_VIND))
+		ccl_free_word(t, r->vw);
+	ccl_gc_maybe_kick(t);
+	return ret;
+}
+
+static int ccl_put(struct pmidx_index *idx, const u8 *key, u32 klen,
+		   const u8 *val, u32 vlen, u32 flags)
+{
+	struct ccl_tree *t = idx->priv;
+	struct ccl_wreq r = { .key = key, .klen = klen,
+			      .insert = flags & PMIDX_PUT_INSERT };
+	bool ind;
+	int ret;
+
+	ccl_stat_inc(t, put);
+	if (!ccl_ready(t)) {
+		ret = ccl_lazy_init(t);
+		if (ret)
+			return ret;
+	}
+	r.fp = ccl_fp(key, klen);
+	ret = ccl_encode(t, key, klen, &r.kw, &ind);
+	if (ret)
+		return ret;
+	r.flags = ind ? CCL_F_KIND : 0;
+	ret = ccl_encode(t, val, vlen, &r.vw, &ind);
+	if (ret) {
+		if (r.flags & CCL_F_KIND)
+			ccl_free_word(t, r.kw);
+		return ret;
+	}
+	r.flags |= ind ? CCL_F_VIND : 0;
+	return do_write(t, &r);
+}
+
+static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+{
+	struct ccl_tree *t = idx->priv;
+	struct ccl_wreq r = { .key = key, .klen = klen };
+	bool ind;
+	int ret;
+
+	ccl_stat_inc(t, del);
+	if (!ccl_ready(t))
+		return -ENOENT;
+	r.fp = ccl_fp(key, klen);
+	ret = ccl_encode(t, key, klen, &r.kw, &ind);
+	if (ret)
+		return ret;
+	r.flags = CCL_F_TOMB | (ind ? CCL_F_KIND : 0);
+	return do_write(t, &r);
+}
+
+/* ---- scan ---------------------------------------------------------------- */
+
+struct srec {
+	u64	key, val;
+	u8	flags;
+	bool	dead;
+};
+
+struct scan_state {
+	u8		cur[PMIDX_KEY_MAX];	/* resume key */
+	u32		curlen;
+	bool		excl;			/* strictly after cur */
+	u8		hi[PMIDX_KEY_MAX];	/* high fence of the last node */
+	u32		hilen;
+	bool		has_hi;
+	u8		*stage;			/* staged records */
+	size_t		cap, used;
+	unsigned int	nrec;
+};
+
+static int srec_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct srec *x = a, *y = b;
+
+	return ccl_word_cmp(ctx, x->key, x->flags & CCL_F_KIND,
+			    y->key, y->flags & CCL_F_KIND);
+}
+
+/* Merge a newer KV into the record set (replace, delete or add). */
+static void srec_apply(struct ccl_tree *t, struct srec *r, unsigned int *n,
+		       u64 key, u64 val, u8 flags)
+{
+	const u8 *k;
+	u32 klen;
+	unsigned int i;
+
+	k = ccl_word_bytes(t, &key, flags & CCL_F_KIND, &klen);
+	for (i = 0; i < *n; i++) {
+		if (ccl_key_eq(t, r[i].key, r[i].flags & CCL_F_KIND, k, klen)) {
+			r[i].val = val;
+			r[i].flags = flags;
+			r[i].dead = flags & CCL_F_TOMB;
+			return;
+		}
+	}
+	if (!(flags & CCL_F_TOMB))
+		r[(*n)++] = (struct srec){ key, val, flags, false };
+}
+
+/*
+ * Stage the node's records in [cur, end) into st->stage. Return: 0, or
+ * CCL_NEEDRES with st->cap raised when the stage is too small, or CCL_RETRY
+ * when the snapshot was not consistent.
+ */
+static int scan_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
+		     struct scan_state *st, const u8 *end, u32 end_len)
+{
+	struct ccl_leaf *l = ccl_bn_leaf(t, h);
+	struct srec stack[CCL_LEAF_SLOTS + CCL_NBATCH_MAX], *r = stack;
+	struct ccl_kv slot[CCL_NBATCH_MAX];
+	u8 sflag[CCL_NBATCH_MAX];
+	unsigned int i, n = 0, pos = bn_pos(h);
+	struct ccl_bnode *nx;
+	struct ccl_ovf *ovf;
+	unsigned long bits;
+	size_t need = 0;
+	u16 vind;
+	int ret = 0;
+
+	for (i = 0; i < pos; i++) {
+		slot[i].key = READ_ONCE(b->slot[i].key);
+		slot[i].val = READ_ONCE(b->slot[i].val);
+		sflag[i] = READ_ONCE(b->sflag[i]);
+	}
+	ovf = READ_ONCE(b->ovf);
+	bits = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta)));
+	vind = le16_to_cpu(READ_ONCE(l->vind));
+	for_each_set_bit(i, &bits, CCL_LEAF_SLOTS) {
+		u8 fp = READ_ONCE(l->fp[i]);
+
+		r[n++] = (struct srec){
+			.key = (__force u64)READ_ONCE(l->slot[i].key),
+			.val = (__force u64)READ_ONCE(l->slot[i].val),
+			.flags = (fp & CCL_FP_IND ? CCL_F_KIND : 0) |
+				 (vind & BIT(i) ? CCL_F_VIND : 0) };
+	}
+	nx = READ_ONCE(b->next);
+	st->has_hi = nx;
+	if (nx) {
+		st->hilen = nx->low->len;
+		memcpy(st->hi, nx->low->key, st->hilen);
+	}
+	if (ccl_bn_read_retry(b, h))
+		return CCL_RETRY;
+
+	/* consistent from here on */
+	if (ovf && ovf->n) {
+		r = kmalloc_array(n + ovf->n + pos, sizeof(*r), GFP_ATOMIC);
+		if (!r)
+			return -ENOMEM;
+		memcpy(r, stack, n * sizeof(*r));
+		for (i = 0; i < ovf->n; i++)
+			srec_apply(t, r, &n, ovf->e[i].key, ovf->e[i].val,
+				   ovf->e[i].flags);
+	}
+	for (i = 0; i < pos; i++)
+		srec_apply(t, r, &n, slot[i].key, slot[i].val, sflag[i]);
+	ccl_sort(r, n, sizeof(*r), srec_cmp, t);
+
+	st->used = 0;
+	st->nrec = 0;
+	for (i = 0; i < n; i++) {
+		const u8 *k, *v;
+		u32 klen, vlen;
+		int c;
+
+		if (r[i].dead)
+			continue;
+		k = ccl_word_bytes(t, &r[i].key, r[i].flags & CCL_F_KIND, &klen);
+		c = pmidx_key_cmp(k, klen, st->cur, st->curlen);
+		if (c < 0 || (!c && st->excl))
+			continue;
+		if (end_len && pmidx_key_cmp(k, klen, end, end_len) >= 0)
+			break;
+		v = ccl_word_bytes(t, &r[i].val, r[i].flags & CCL_F_VIND, &vlen);
+		need = st->used + 8 + klen + vlen;
+		if (need > st->cap) {
+			st->cap = max(need, 2 * st->cap);
+			ret = CCL_NEEDRES;
+			break;
+		}
+		memcpy(st->stage + st->used, &klen, 4);
+		memcpy(st->stage + st->used + 4, &vlen, 4);
+		memcpy(st->stage + st->used + 8, k, klen);
+		memcpy(st->stage + st->used + 8 + klen, v, vlen);
+		st->used = need;
+		st->nrec++;
+	}
+	if (r != stack)
+		kfree(r);
+	return ret;
+}
+
+static int ccl_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
+		    bool after, const u8 *end, u32 end_len,
+		    struct pmidx_scan_sink *sink)
+{
+	struct ccl_tree *t = idx->priv;
+	struct scan_state *st;
+	struct ccl_bnode *b, *nx;
+	size_t off;
+	u64 h;
+	int ret = 0;
+
+	ccl_stat_inc(t, scan);
+	if (!ccl_ready(t))
+		return 0;
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	st->cap = 16384;
+	st->stage = kvmalloc(st->cap, GFP_KERNEL);
+	if (!st->stage) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (start_len)
+		memcpy(st->cur, start, start_len);
+	st->curlen = start_len;
+	st->excl = after;
+	for (;;) {
+		pmidx_epoch_enter(&t->epoch);
+retry:
+		b = ccl_inner_find(t, st->cur, st->curlen);
+again:
+		h = ccl_bn_read_begin(b);
+		if (!h)
+			goto retry;
+		nx = READ_ONCE(b->next);
+		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
+			if (ccl_bn_read_retry(b, h))
+				goto again;
+			b = nx;
+			goto again;
+		}
+		ret = scan_node(t, b, h, st, end, end_len);
+		if (ret == CCL_RETRY)
+			goto again;
+		pmidx_epoch_exit(&t->epoch);
+		if (ret == CCL_NEEDRES) {
+			kvfree(st->stage);
+			st->stage = kvmalloc(st->cap, GFP_KERNEL);
+			ret = -ENOMEM;
+			if (!st->stage)
+				break;
+			continue;
+		}
+		if (ret)
+			break;
+		for (off = 0; off < st->used;) {
+			u32 klen, vlen;
+
+			memcpy(&klen, st->stage + off, 4);
+			memcpy(&vlen, st->stage + off + 4, 4);
+			ret = sink->emit(sink, st->stage + off + 8, klen,
+					 st->stage + off + 8 + klen, vlen);
+			if (ret)
+				goto done;
+			off += 8 + klen + vlen;
+		}
+		if (!st->has_hi || (end_len && pmidx_key_cmp(st->hi, st->hilen,
+							      end, end_len) >= 0))
+			break;
+		memcpy(st->cur, st->hi, st->hilen);
+		st->curlen = st->hilen;
+		st->excl = false;
+		cond_resched();
+	}
+done:
+	if (ret > 0)
+		ret = 0;
+out:
+	kvfree(st->stage);
+	kfree(st);
+	return ret;
+}
+
+/* ---- check and stats ----------------------------------------------------- */
+
+static int ccl_check_op(struct pmidx_index *idx, u64 *keys, const char **why)
+{
+	struct ccl_tree *t = idx->priv;
+
+	*keys = 0;
+	if (!ccl_ready(t))
+		return 0;
+	return ccl_check(t, keys, why);
+}
+
+static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
+{
+	struct ccl_tree *t = idx->priv;
+	struct ccl_pcpu sum = {};
+	u64 leaves = atomic64_read(&t->nleaves), pm, dram;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct ccl_pcpu *c = per_cpu_ptr(t->st, cpu);
+
+		sum.get += READ_ONCE(c->get);
+		sum.put += READ_ONCE(c->put);
+		sum.del += READ_ONCE(c->del);
+		sum.scan += READ_ONCE(c->scan);
+		sum.buffer_hits += READ_ONCE(c->buffer_hits);
+		sum.leaf_flushes += READ_ONCE(c->leaf_flushes);
+	}
+	pmidx_stat_set(s, PMIDX_STAT_OPS_GET, sum.get);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, sum.put);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, sum.del);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, sum.scan);
+	pmidx_stat_set(s, PMIDX_STAT_BUFFER_HITS, sum.buffer_hits);
+	pmidx_stat_set(s, PMIDX_STAT_LEAF_FLUSHES, sum.leaf_flushes);
+	pmidx_stat_set(s, PMIDX_STAT_GC_RUNS, atomic64_read(&t->gc_runs));
+	pmidx_stat_set(s, PMIDX_STAT_RECOVERY_NS, t->recovery_ns);
+	pmidx_stat_set(s, PMIDX_STAT_KEYS,
+		       ccl_ready(t) ? ccl_count_keys(t) : 0);
+	pm = PMIDX_INDEX_ROOT_SIZE;
+	dram = sizeof(*t);
+	if (t->wal) {
+		pmidx_stat_set(s, PMIDX_STAT_LOG_BYTES, pmidx_wal_bytes(t->wal));
+		pm += PMIDX_WAL_DIR_SIZE + atomic64_read(&t->wal->chunk_bytes);
+	}
+	pm += leaves * sizeof(struct ccl_leaf) + atomic64_read(&t->blob_bytes);
+	dram += leaves * (sizeof(struct ccl_bnode) +
+			  t->nbatch * sizeof(struct ccl_kv) + 16) +
+		atomic64_read(&t->ninodes) * sizeof(struct ccl_inode);
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, pm);
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, dram);
+}
+
+const struct pmidx_engine_ops ccl_engine_ops = {
+	.id		= PMIDX_ENGINE_CCL,
+	.name		= "ccl",
+	.open		= ccl_open,
+	.close		= ccl_close,
+	.destroy	= ccl_destroy,
+	.get		= ccl_get,
+	.put		= ccl_put,
+	.del		= ccl_del,
+	.scan		= ccl_scan,
+	.check		= ccl_check_op,
+	.stats		= ccl_stats,
+};

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Locality-aware log garbage collection (paper section 3.4).
+ *
+ * The log has two sides (core/wal.h). t->side is the global epoch: new
+ * entries go to that side, and each buffered KV's epoch bit says which
+ * side holds its newest entry. A collection:
+ *
+ *   1. flips t->side: the old side becomes the B-logs, the new one the
+ *      I-logs, which foreground writes use from now on;
+ *   2. visits every buffer node in key order, under its lock: each
+ *      unflushed KV whose epoch bit is the old side is appended to the
+ *      I-log (with a fresh timestamp, so a replay prefers the copy) and
+ *      its bit flipped. KVs already flushed to leaves are not copied,
+ *      nor are KVs written during the collection (their bit is the new
+ *      side). No leaf is written: the copies are sequential log appends;
+ *   3. recycles every chunk of the old side.
+ *
+ * Writers read t->side under their buffer node's lock. A writer that
+ * still saw the old side locked the node either before the collector
+ * visits it (the collector then copies its KV) or it would have seen the
+ * flip (the collector's lock release orders the flip before it). Buffer
+ * nodes created by splits during the walk start with nothing unflushed
+ * and are visited anyway (the walk goes by key). So after step 2 nothing
+ * needed is in the old side.
+ *
+ * The naive mode (ccl_gc_naive=1, for comparison) flushes every buffered
+ * KV to its leaf in step 2 instead: random leaf writes, as the paper's
+ * baseline (foreground writes are not stopped here, though).
+ *
+ * A collection is triggered when the log's written bytes exceed
+ * ccl_th_log percent of the leaves' bytes (and at least CCL_GC_MIN_LOG),
+ * and at least twice what the last collection left behind: the buffered
+ * KVs alone are about 12 * N_batch / 256 of the leaf bytes (9 % at
+ * N_batch 2), so with large N_batch the paper's rule alone would collect
+ * again and again without freeing anything. The GC thread also drains
+ * recovered overflow KVs (recovery.c) first.
+ */
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include "ccl.h"
+
+#define CCL_GC_MIN_LOG		4096
+#define CCL_GC_RESERVE		1
+
+struct gc_ctx {
+	struct ccl_res	*res;
+	unsigned int	side;
+	bool		naive;
+	u64		copied;
+};
+
+static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
+		    void *arg)
+{
+	struct gc_ctx *c = arg;
+	unsigned int i, pos = bn_pos(*h);
+	int ret;
+
+	if (b->ovf || (c->naive && pos))
+		return ccl_flush(t, b, h, NULL, 0, c->res);
+	for (i = 0; i < pos; i++) {
+		if (bn_ebit(*h, i) == c->side)
+			continue;
+		ret = pmidx_wal_append(t->wal, c->side, b->slot[i].key,
+				       b->slot[i].val, ccl_next_ts(t),
+				       b->sflag[i]);
+		if (ret)
+			return ret;
+		*h = bn_set_ebit(*h, i, c->side);
+		c->copied++;
+	}
+	return 0;
+}
+
+/**
+ * ccl_gc_run - one collection
+ *
+ * Context: process context; sleeps; serialised by t->gc_lock.
+ * Return: 0, or an error (the old side is then kept; nothing is lost).
+ */
+int ccl_gc_run(struct ccl_tree *t)
+{
+	struct ccl_res res = {};
+	struct gc_ctx c = { .res = &res, .naive = READ_ONCE(ccl_gc_naive) };
+	unsigned int old;
+	int ret;
+
+	mutex_lock(&t->gc_lock);
+	if (!READ_ONCE(t->ready)) {
+		mutex_unlock(&t->gc_lock);
+		return 0;
+	}
+	old = t->side;
+	c.side = old ^ 1;
+	WRITE_ONCE(t->side, c.side);
+	/* the flip is visible before the first node is locked */
+	smp_mb();
+	ret = ccl_walk(t, gc_visit, &c, &res);
+	if (!ret) {
+		pmidx_wal_recycle(t->wal, old);
+		atomic64_inc(&t->gc_runs);
+		/* what is left is live: the next collection must free more */
+		WRITE_ONCE(t->gc_live, pmidx_wal_bytes(t->wal));
+	}
+	ccl_res_release(t, &res);
+	mutex_unlock(&t->gc_lock);
+	if (ret)
+		pr_warn_ratelimited("pmidx: index %s (ccl): log collection failed: %d\n",
+				    t->idx->name, ret);
+	return ret;
+}
+
+static bool gc_needed(struct ccl_tree *t)
+{
+	u64 log = pmidx_wal_bytes(t->wal);
+	u64 leaf = (u64)atomic64_read(&t->nleaves) * sizeof(struct ccl_leaf);
+
+	return log >= CCL_GC_MIN_LOG && log >= 2 * READ_ONCE(t->gc_live) &&
+	       log * 100 > (u64)READ_ONCE(ccl_th_log) * leaf;
+}
+
+/* Called after writes: wake the GC thread when the log is too large. */
+void ccl_gc_maybe_kick(struct ccl_tree *t)
+{
+	if (t->wal && !test_bit(0, &t->gc.kicked) && gc_needed(t))
+		pmidx_gc_kick(&t->gc);
+}
+
+/* The GC thread's work: see pmidx_gc_start() in ccl.c. */
+void ccl_gc_work(void *arg)
+{
+	struct ccl_tree *t = arg;
+
+	/* no allocation while the pool's recovery trace runs */
+	if (READ_ONCE(t->pool->alloc.tracing) || !READ_ONCE(t->ready))
+		return;
+	if (atomic_read(&t->ovf_nodes) || gc_needed(t))
+		ccl_gc_run(t);
+	/* a chunk ready for writers (which must not sleep), once written */
+	if (atomic64_read(&t->wal->appends))
+		pmidx_wal_reserve(t->wal, CCL_GC_RESERVE);
+}
+
+static int flush_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
+		       void *arg)
+{
+	if (!bn_pos(*h) && !b->ovf)
+		return 0;
+	return ccl_flush(t, b, h, NULL, 0, arg);
+}
+
+/**
+ * ccl_flush_all - flush every buffered KV to the leaves, then empty the log
+ *
+ * For a clean detach: the next attach finds an empty log.
+ *
+ * Context: process context, no other writer.
+ */
+int ccl_flush_all(struct ccl_tree *t)
+{
+	struct ccl_res res = {};
+	int ret;
+
+	mutex_lock(&t->gc_lock);
+	ret = ccl_walk(t, flush_visit, &res, &res);
+	ccl_res_release(t, &res);
+	if (!ret) {
+		pmidx_wal_recycle(t->wal, 0);
+		pmidx_wal_recycle(t->wal, 1);
+	}
+	mutex_unlock(&t->gc_lock);
+	return ret;
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Keys and values as 8-byte words (see format.h): encoding, comparison,
+ * fingerprints, blob ownership and reclamation, and a small sort.
+ *
+ * Blob ownership: a blob is owned by exactly one live place: a leaf slot,
+ * an unflushed buffer slot, or a recovered overflow entry. Read caches
+ * (flushed buffer slots) and log entries only refer to blobs. A blob that
+ * was never published is freed at once (ccl_free_word); one that readers
+ * may have seen is retired through the index's epochs (ccl_retire_word).
+ */
+#include <linux/errno.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "ccl.h"
+
+/* Fingerprint: 7 hash bits, bit 7 set for keys kept out of line. */
+u8 ccl_fp(const u8 *k, u32 len)
+{
+	u64 h = 0;
+	u32 i;
+
+	if (len == 8) {
+		for (i = 0; i < 8; i++)
+			h |= (u64)k[i] << (8 * i);
+		h *= 0x9e3779b97f4a7c15ULL;
+		return h >> 57;
+	}
+	h = 0xcbf29ce484222325ULL ^ len;
+	for (i = 0; i < len; i++) {
+		h ^= k[i];
+		h *= 0x100000001b3ULL;
+	}
+	h *= 0x9e3779b97f4a7c15ULL;
+	return CCL_FP_IND | (h >> 57);
+}
+
+/* The first 8 bytes of a key, big-endian, zero padded: memcmp order. */
+u64 ccl_pfx(const u8 *k, u32 len)
+{
+	u64 p = 0;
+	u32 i;
+
+	for (i = 0; i < 8; i++)
+		p = p << 8 | (i < len ? k[i] : 0);
+	return p;
+}
+
+/* The bytes a word stands for; @w must stay put while they are used. */
+const u8 *ccl_word_bytes(struct ccl_tree *t, const u64 *w, bool ind, u32 *len)
+{
+	if (!ind) {
+		*len = 8;
+		return (const u8 *)w;
+	}
+	return pmidx_blob_data(t->pool, ccl_w2off(*w), len);
+}
+
+bool ccl_key_eq(struct ccl_tree *t, u64 w, bool ind, const u8 *k, u32 klen)
+{
+	const u8 *p;
+	u32 len;
+
+	if (!ind)
+		return klen == 8 && !memcmp(&w, k, 8);
+	if (klen == 8)
+		return false;
+	p = ccl_word_bytes(t, &w, true, &len);
+	return len == klen && !memcmp(p, k, klen);
+}
+
+/* Compare the key of word @w with @k (pmidx_key_cmp order). */
+int ccl_key_cmp_word(struct ccl_tree *t, u64 w, bool ind, const u8 *k,
+		     u32 klen)
+{
+	const u8 *p;
+	u32 len;
+
+	p = ccl_word_bytes(t, &w, ind, &len);
+	return pmidx_key_cmp(p, len, k, klen);
+}
+
+int ccl_word_cmp(struct ccl_tree *t, u64 a, bool aind, u64 b, bool bind)
+{
+	const u8 *p;
+	u32 len;
+
+	p = ccl_word_bytes(t, &b, bind, &len);
+	return ccl_key_cmp_word(t, a, aind, p, len);
+}
+
+int ccl_fence_cmp(const struct ccl_fence *f, const u8 *k, u32 klen)
+{
+	return pmidx_key_cmp(f->key, f->len, k, klen);
+}
+
+/**
+ * ccl_encode - the word for @len bytes at @p: inline when exactly 8 bytes,
+ *              else a new (durable) blob owned by the caller
+ *
+ * Context: process context, outside epoch sections.
+ * Return: 0 or -ENOSPC.
+ */
+int ccl_encode(struct ccl_tree *t, const u8 *p, u32 len, u64 *w, bool *ind)
+{
+	u64 off;
+
+	if (len == 8) {
+		memcpy(w, p, 8);
+		*ind = false;
+		return 0;
+	}
+	off = pmidx_blob_write(t->pool, p, len);
+	if (!off)
+		return -ENOSPC;
+	atomic64_add(pmidx_alloc_size(&t->pool->alloc, off), &t->blob_bytes);
+	*w = ccl_off2w(off);
+	*ind = true;
+	return 0;
+}
+
+/* Free a blob nobody else has seen. */
+void ccl_free_word(struct ccl_tree *t, u64 w)
+{
+	u64 off = ccl_w2off(w);
+
+	atomic64_sub(pmidx_alloc_size(&t->pool->alloc, off), &t->blob_bytes);
+	pmidx_free(&t->pool->alloc, off);
+}
+
+/* Free a blob once no epoch section can still be reading it. */
+void ccl_retire_word(struct ccl_tree *t, u64 w)
+{
+	pmidx_epoch_retire(&t->epoch, ccl_w2off(w));
+}
+
+/* The same for DRAM (tagged with bit 0; see ccl.c ccl_epoch_free). */
+void ccl_retire_dram(struct ccl_tree *t, void *p)
+{
+	pmidx_epoch_retire(&t->epoch, (u64)(uintptr_t)p | 1);
+}
+
+int ccl_ent_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct ccl_ent *x = a, *y = b;
+
+	return ccl_word_cmp(ctx, x->key, x->flags & CCL_F_KIND,
+			    y->key, y->flags & CCL_F_KIND);
+}
+
+static void swap_bytes(u8 *a, u8 *b, size_t size)
+{
+	while (size--) {
+		u8 t = *a;
+
+		*a++ = *b;
+		*b++ = t;
+	}
+}
+
+/* Heapsort (no recursion, no allocation): fine for batches and recovery. */
+void ccl_sort(void *base, size_t n, size_t size,
+	      int (*cmp)(const void *a, const void *b, void *ctx), void *ctx)
+{
+	u8 *v = base;
+	size_t i, root, child, end;
+
+	if (n < 2)
+		return;
+	for (i = n / 2; i-- > 0;) {
+		for (root = i; (child = 2 * root + 1) < n; root = child) {
+			if (child + 1 < n &&
+			    cmp(v + child * size, v + (child + 1) * size, ctx) < 0)
+				child++;
+			if (cmp(v + root * size, v + child * size, ctx) >= 0)
+				break;
+			swap_bytes(v + root * size, v + child * size, size);
+		}
+	}
+	for (end = n - 1; end > 0; end--) {
+		swap_bytes(v, v + end * size, size);
+		for (root = 0; (child = 2 * root + 1) < end; root = child) {
+			if (child + 1 < end &&
+			    cmp(v + child * size, v + (child + 1) * size, ctx) < 0)
+				child++;
+			if (cmp(v + root * size, v + child * size, ctx) >= 0)
+				break;
+			swap_bytes(v + root * size, v + child * size, size);
+		}
+	}
+}

@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uTree engine (Chen et al., "uTree: a Persistent B+-Tree with Low Tail
+ * Latency", PVLDB 13(11), 2020): operations.
+ *
+ * Put (paper Algorithm 1):
+ *   1. optimistic_get: the key's node and its predecessor from the tree;
+ *   2. existing key with an in-place-updatable value (same-length inline
+ *      value, or blob to blob): Version odd, store the 8-byte value word,
+ *      persist, Version even - one flush;
+ *   3. new key: fill and persist a new node (flush 1), CAS it into the
+ *      predecessor's next word, persist that word (flush 2), then insert
+ *      it into the tree leaf under the leaf's lock;
+ *   4. existing key otherwise: mark the old node Deleted, persist a new
+ *      node (sharing the old key blob) behind it, swing the predecessor
+ *      to it, repoint the tree entry, retire the old node.
+ *   Any CAS failure or layer disagreement restarts from the tree.
+ * Delete (Algorithm 3): mark, swing the predecessor past the node,
+ * persist, drop the tree entry, retire the node and its blobs.
+ * Get (Algorithm 2): tree lookup, then the value under the node's
+ * embedded Version; a node marked Deleted sends the reader back to the
+ * tree (a removal or replacement in flight) rather than reporting it
+ * absent, so a key that exists throughout is never missed.
+ * Scan: over the tree leaves in key order, reading each node's value
+ * under its Version. (The paper walks the list; the tree-leaf walk sees
+ * the same records but only ones already published, which keeps scans
+ * consistent with gets and never returns a node whose link is not yet
+ * persistent. The values still come from the list nodes.)
+ */
+#include <linux/errno.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "utree.h"
+
+/* ---- sections --------------------------------------------------------- */
+
+static void writer_enter(struct utree *t)
+{
+	for (;;) {
+		pmidx_epoch_enter(&t->pool->epoch);
+		if (likely(!READ_ONCE(t->frozen)))
+			return;
+		pmidx_epoch_exit(&t->pool->epoch);
+		mutex_lock(&t->gate);
+		mutex_unlock(&t->gate);
+	}
+}
+
+/*
+ * Restart pause. Whoever we wait for runs with preemption off and will
+ * be done shortly, but every UT_BACKOFF_TRIES rounds we leave the section
+ * to let the CPU go (only ever before our own change is committed).
+ */
+static void backoff(struct utree *t, unsigned int *tries, bool writer)
+{
+	cpu_relax();
+	if (++*tries % UT_BACKOFF_TRIES)
+		return;
+	pmidx_epoch_exit(&t->pool->epoch);
+	cond_resched();
+	if (writer)
+		writer_enter(t);
+	else
+		pmidx_epoch_enter(&t->pool->epoch);
+}
+
+/*
+ * Publish a committed node in the tree. Without atomic memory for a
+ * split, leave the section to refill the stash; the node is safe
+ * meanwhile (only we can reach it through the tree, and nobody unlinks a
+ * node it cannot find there).
+ */
+static void tree_publish(struct utree *t, const struct ut_skey *k, u64 node,
+			 bool *straggler)
+{
+	while (ut_tree_insert(t, k, node) == -ENOMEM) {
+		if (!*straggler)
+			atomic_inc(&t->stragglers);
+		*straggler = true;
+		pmidx_epoch_exit(&t->pool->epoch);
+		ut_tree_reserve(t);
+		cond_resched();
+		pmidx_epoch_enter(&t->pool->epoch);
+	}
+}
+
+static void tracker_tick(struct utree *t, u64 node)
+{
+	struct ut_trackers *tr;
+	u32 slot;
+
+	if (this_cpu_add_return(t->pcpu->inserts, 1) < UT_TRACKER_INTERVAL)
+		return;
+	this_cpu_write(t->pcpu->inserts, 0);
+	/* pairs with the release in root_init() */
+	tr = smp_load_acquire(&t->trackers);
+	if (!tr)
+		return;
+	slot = UT_TRACK_FIXED + (u32)atomic_inc_return(&t->tracker_seq) %
+				(UT_TRACKERS - UT_TRACK_FIXED);
+	pmidx_store64_persist(t->pm, &tr->node[slot], node);
+}
+
+s64 ut_sum_keys(struct utree *t)
+{
+	s64 keys = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		keys += READ_ONCE(per_cpu_ptr(t->pcpu, cpu)->keys);
+	return keys;
+}
+
+/* ---- get --------------------------------------------------------------- */
+
+static int ut_get(struct pmidx_index *idx, const u8 *key, u32 klen, u8 *val,
+		  u32 *vlen)
+{
+	struct utree *t = idx->priv;
+	unsigned int tries = 0;
+	struct ut_skey k;
+	struct ut_val v;
+	u64 node;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_get);
+	ut_skey_init(&k, key, klen);
+	pmidx_epoch_enter(&t->pool->epoch);
+	for (;;) {
+		node = ut_tree_get(t, &k);
+		if (!node) {
+			ret = -ENOENT;
+			break;
+		}
+		ret = ut_read_val(t, ut_node(t, node), &v, true);
+		if (ret != -EAGAIN)
+			break;
+		backoff(t, &tries, false);
+	}
+	if (!ret) {
+		memcpy(val, v.data, min(*vlen, v.len));
+		*vlen = v.len;
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	return ret;
+}
+
+/* ---- put --------------------------------------------------------------- */
+
+/* Can the value of a node with @meta become @vlen bytes in place? */
+static bool inplace_ok(u32 meta, u32 vlen)
+{
+	if (meta & UT_M_VBLOB)
+		return vlen > UT_INLINE_MAX;
+	return vlen <= UT_INLINE_MAX && ut_meta_vlen(meta) == vlen;
+}
+
+struct put_ctx {
+	u64	node;		/* our new node, not yet published */
+	u64	kblob;		/* our key blob, not yet published */
+	u64	vblob;		/* our value blob, not yet published */
+	__le64	vword;		/* the value word to store */
+	u64	old_node;	/* to retire once out of the section */
+	u64	old_blob;
+	bool	straggler;
+};
+
+/* In-place value update of @c (whose next word was @w). */
+static int put_inplace(struct utree *t, struct ut_lnode *c, u64 w,
+		       struct put_ctx *p)
+{
+	u32 meta = le32_to_cpu(c->meta);
+	__le64 old;
+
+	if (!ut_cas(&c->next, w, ut_w_bump(w)))
+		return -EAGAIN;
+	old = c->val;
+	smp_store_release(&c->val, p->vword);	/* after the new blob's bytes */
+	pmidx_persist(t->pm, c, sizeof(*c));
+	ut_ver_release(t, c);
+	if (meta & UT_M_VBLOB)
+		p->old_blob = le64_to_cpu(old);
+	p->vblob = 0;
+	return 0;
+}
+
+/* Replace node @cur (next word @w) behind @pred by a new node. */
+static int put_replace(struct utree *t, const struct ut_skey *k, u64 pred,
+		       u64 cur, u64 w, u32 vlen, struct put_ctx *p)
+{
+	struct ut_lnode *c = ut_node(t, cur);
+	u32 meta = le32_to_cpu(c->meta);
+	__le64 *pw = ut_nextw(t, pred);
+	u64 pwv;
+
+	if (!ut_cas(&c->next, w, w | UT_NEXT_DEL))
+		return -EAGAIN;
+	pmidx_flush(t->pm, &c->next, sizeof(c->next));
+	if (!p->node)
+		p->node = ut_node_alloc(t);
+	if (!p->node) {
+		ut_unmark(t, c);
+		return -ENOSPC;
+	}
+	ut_node_init(t, p->node, c->key, p->vword,
+		     ut_meta_make(ut_meta_klen(meta), vlen,
+				  meta & UT_M_KBLOB, vlen > UT_INLINE_MAX),
+		     ut_w_ptr(w));
+	pwv = ut_ld(pw);
+	if (ut_w_del(pwv) || ut_w_ptr(pwv) != cur || !ut_link(pw, pwv, p->node)) {
+		ut_unmark(t, c);
+		return -EAGAIN;
+	}
+	pmidx_persist(t->pm, pw, sizeof(*pw));
+	ut_tree_replace(t, k, cur, p->node);
+	p->old_node = cur;
+	if (meta & UT_M_VBLOB)
+		p->old_blob = le64_to_cpu(c->val);
+	p->node = 0;
+	p->vblob = 0;
+	return 0;
+}
+
+/* Insert a new node for @k behind @pred. */
+static int put_insert(struct utree *t, const struct ut_skey *k, u64 pred,
+		      u32 vlen, struct put_ctx *p)
+{
+	__le64 *pw = ut_nextw(t, pred), kword = 0;
+	u64 pwv, succ;
+
+	pwv = ut_ld(pw);
+	if (ut_w_del(pwv))
+		return -EAGAIN;		/* predecessor on its way out */
+	succ = ut_w_ptr(pwv);
+	/* adjacency: a node the tree does not show yet sits between */
+	if (succ && ut_node_cmp(t, succ, k) <= 0)
+		return -EAGAIN;
+	if (k->len > UT_INLINE_MAX) {
+		if (!p->kblob)
+			p->kblob = ut_blob_write(t, k->key, k->len);
+		if (!p->kblob)
+			return -ENOSPC;
+		kword = cpu_to_le64(p->kblob);
+	} else {
+		memcpy(&kword, k->key, k->len);
+	}
+	if (!p->node)
+		p->node = ut_node_alloc(t);
+	if (!p->node)
+		return -ENOSPC;
+	ut_node_init(t, p->node, kword, p->vword,
+		     ut_meta_make(k->len, vlen, k->len > UT_INLINE_MAX,
+				  vlen > UT_INLINE_MAX), succ);
+	if (!ut_link(pw, pwv, p->node))
+		return -EAGAIN;
+	pmidx_persist(t->pm, pw, sizeof(*pw));
+	tree_publish(t, k, p->node, &p->straggler);
+	tracker_tick(t, p->node);
+	this_cpu_inc(t->pcpu->keys);
+	p->node = 0;
+	p->kblob = 0;
+	p->vblob = 0;
+	return 0;
+}
+
+static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
+		  const u8 *val, u32 vlen, u32 flags)
+{
+	struct utree *t = idx->priv;
+	struct put_ctx p = {};
+	unsigned int tries = 0;
+	struct ut_skey k;
+	u64 cur, pred, w;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_put);
+	ut_skey_init(&k, key, klen);
+	if (vlen > UT_INLINE_MAX) {
+		/* the big copy and its flushes happen outside the section */
+		p.vblob = ut_blob_write(t, val, vlen);
+		if (!p.vblob)
+			return -ENOSPC;
+		p.vword = cpu_to_le64(p.vblob);
+	} else {
+		memcpy(&p.vword, val, vlen);
+	}
+
+	writer_enter(t);
+	for (;;) {
+		cur = ut_tree_find(t, &k, &pred);
+		if (!cur) {
+			ret = put_insert(t, &k, pred, vlen, &p);
+		} else if (flags & PMIDX_PUT_INSERT) {
+			ret = -EEXIST;
+		} else {
+			struct ut_lnode *c = ut_node(t, cur);
+
+			w = ut_ld(&c->next);
+			if (ut_w_del(w) || ut_w_odd(w))
+				ret = -EAGAIN;	/* someone else is on it */
+			else if (inplace_ok(le32_to_cpu(c->meta), vlen))
+				ret = put_inplace(t, c, w, &p);
+			else
+				ret = put_replace(t, &k, pred, cur, w, vlen, &p);
+		}
+		if (ret != -EAGAIN)
+			break;
+		backoff(t, &tries, true);
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (p.straggler)
+		atomic_dec(&t->stragglers);
+
+	if (p.node)
+		ut_node_free(t, p.node);
+	if (p.kblob)
+		ut_blob_free(t, p.kblob);
+	if (p.vblob)
+		ut_blob_free(t, p.vblob);
+	if (p.old_node)
+		ut_node_retire(t, p.old_node);
+	if (p.old_blob)
+		ut_blob_retire(t, p.old_blob);
+	return ret;
+}
+
+/* ---- delete ------------------------------------------------------------ */
+
+static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+{
+	struct utree *t = idx->priv;
+	unsigned int tries = 0;
+	u64 cur, pred, w, pwv;
+	struct ut_lnode *c;
+	struct ut_skey k;
+	__le64 *pw;
+	u32 meta = 0;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_del);
+	ut_skey_init(&k, key, klen);
+	writer_enter(t);
+	for (;; backoff(t, &tries, true)) {
+		cur = ut_tree_find(t, &k, &pred);
+		if (!cur) {
+			ret = -ENOENT;
+			break;
+		}
+		c = ut_node(t, cur);
+		w = ut_ld(&c->next);
+		if (ut_w_del(w) || ut_w_odd(w) ||
+		    !ut_cas(&c->next, w, w | UT_NEXT_DEL))
+			continue;
+		pmidx_flush(t->pm, &c->next, sizeof(c->next));
+		pw = ut_nextw(t, pred);
+		pwv = ut_ld(pw);
+		if (ut_w_del(pwv) || ut_w_ptr(pwv) != cur ||
+		    !ut_link(pw, pwv, ut_w_ptr(w))) {
+			ut_unmark(t, c);
+			continue;
+		}
+		pmidx_persist(t->pm, pw, sizeof(*pw));
+		ut_tree_remove(t, &k, cur);
+		this_cpu_dec(t->pcpu->keys);
+		meta = le32_to_cpu(c->meta);
+		ret = 0;
+		break;
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (!ret) {
+		if (meta & UT_M_KBLOB)
+			ut_blob_retire(t, le64_to_cpu(c->key));
+		if (meta & UT_M_VBLOB)
+			ut_blob_retire(t, le64_to_cpu(c->val));
+		ut_node_retire(t, cur);
+	}
+	return ret;
+}
+
+/* ---- scan -------------------------------------------------------------- */
+
+static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
+		   bool after, const u8 *end, u32 end_len,
+		   struct pmidx_scan_sink *sink)
+{
+	struct utree *t = idx->priv;
+	struct ut_iter *it;
+	struct ut_lnode *n;
+	struct ut_skey k;
+	struct ut_val v;
+	const u8 *key;
+	u32 klen;
+	int ret = 0;
+
+	this_cpu_inc(t->pcpu->ops_scan);
+	it = kmalloc(sizeof(*it), GFP_KERNEL);
+	if (!it)
+		return -ENOMEM;
+	ut_skey_init(&k, start, start_len);
+	pmidx_epoch_enter(&t->pool->epoch);
+	ut_iter_seek(t, it, &k, after);
+	for (;;) {
+		for (; it->i < it->n; it->i++) {
+			n = ut_node(t, ut_ent_node(it->ent[it->i]));
+			key = ut_node_key(t, n, &klen);
+			if (!key) {
+				ret = -EUCLEAN;
+				goto out;
+			}
+			if (end_len && pmidx_key_cmp(key, klen, end, end_len) >= 0)
+				goto out;
+			/* a marked node still holds the last committed value */
+			ret = ut_read_val(t, n, &v, false);
+			if (!ret)
+				ret = sink->emit(sink, key, klen, v.data, v.len);
+			if (ret) {
+				ret = min(ret, 0);
+				goto out;
+			}
+		}
+		/* leaves stay allocated: let the CPU go between them */
+		pmidx_epoch_exit(&t->pool->epoch);
+		cond_resched();
+		pmidx_epoch_enter(&t->pool->epoch);
+		if (!ut_iter_next_leaf(t, it))
+			break;
+	}
+out:
+	pmidx_epoch_exit(&t->pool->epoch);
+	kfree(it);
+	return ret;
+}
+
+/* ---- check / stats ------------------------------------------------------ */
+
+static int ut_check_op(struct pmidx_index *idx, u64 *keys, const char **why)
+{
+	return ut_check(idx->priv, keys, why);
+}
+
+static void ut_stats(struct pmidx_index *idx, struct pmidx_stats *s)
+{
+	struct utree *t = idx->priv;
+	struct ut_pcpu sum = {};
+	u64 pm;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct ut_pcpu *c = per_cpu_ptr(t->pcpu, cpu);
+
+		sum.ops_get += READ_ONCE(c->ops_get);
+		sum.ops_put += READ_ONCE(c->ops_put);
+		sum.ops_del += READ_ONCE(c->ops_del);
+		sum.ops_scan += READ_ONCE(c->ops_scan);
+		sum.keys += READ_ONCE(c->keys);
+		sum.blob_bytes += READ_ONCE(c->blob_bytes);
+	}
+	pm = PMIDX_INDEX_ROOT_SIZE + (u64)READ_ONCE(t->live_chunks) * UT_CHUNK_SIZE +
+	     max_t(s64, sum.blob_bytes, 0);
+	if (READ_ONCE(t->trackers))
+		pm += sizeof(struct ut_trackers);
+	pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, sum.keys, 0));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_GET, sum.ops_get);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, sum.ops_put);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, sum.ops_del);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, sum.ops_scan);
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, pm);
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx) + sizeof(*t) +
+		       atomic64_read(&t->dram_bytes) +
+		       num_possible_cpus() * (sizeof(struct ut_pcpu) +
+					      sizeof(struct ut_mag)));
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static void ut_teardown(struct utree *t)
+{
+	ut_tree_free(t);
+	ut_alloc_free(t);
+	free_percpu(t->pcpu);
+	mutex_destroy(&t->gate);
+	kfree(t);
+}
+
+static int ut_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
+{
+	struct pmidx_pool *pool = idx->pool;
+	struct utree *t;
+	int ret;
+
+	ut_format_static_checks();
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	t->idx = idx;
+	t->pool = pool;
+	t->pm = &pool->pm;
+	t->root_off = idx->root;
+	t->root = pmidx_ptr(t->pm, idx->root);
+	mutex_init(&t->gate);
+	atomic_set(&t->stragglers, 0);
+	atomic_set(&t->tracker_seq, 0);
+	atomic64_set(&t->dram_bytes, 0);
+	t->pcpu = alloc_percpu(struct ut_pcpu);
+	ret = t->pcpu ? ut_alloc_init(t) : -ENOMEM;
+	if (!ret)
+		ret = ut_tree_init(t);
+	if (!ret)
+		ret = ut_recover(t, rc);
+	if (ret) {
+		ut_teardown(t);
+		return ret;
+	}
+	idx->priv = t;
+	return 0;
+}
+
+/*
+ * Clean detach: save the tree for an instant restart (see recovery.c).
+ * Either way, wait for our retired nodes to come back first: their
+ * epoch callbacks use @t.
+ */
+static void ut_close(struct pmidx_index *idx, bool clean)
+{
+	struct utree *t = idx->priv;
+
+	if (!t)
+		return;
+	pmidx_epoch_barrier(&t->pool->epoch);
+	if (clean) {
+		ut_chunks_trim(t);
+		ut_save_image(t);
+	}
+	ut_teardown(t);
+	idx->priv = NULL;
+}
+
+/* Drop-index: free the blobs of live nodes, the chunks, the tables. */
+static void ut_destroy(struct pmidx_index *idx)
+{
+	struct utree *t = idx->priv;
+	struct pmidx_alloc *a = &t->pool->alloc;
+	struct ut_lnode *n;
+	struct ut_chunk *c;
+	struct ut_leaf *l;
+	unsigned int k;
+	u32 meta, id;
+	u64 off;
+
+	pmidx_epoch_barrier(&t->pool->epoch);
+	for (l = ut_leaf_first(t); l; l = l->next) {
+		for (k = 0; k < l->h.count; k++) {
+			n = ut_node(t, ut_ent_node(l->ent[k]));
+			meta = le32_to_cpu(n->meta);
+			if (meta & UT_M_KBLOB)
+				pmidx_free(a, le64_to_cpu(n->key));
+			if (meta & UT_M_VBLOB)
+				pmidx_free(a, le64_to_cpu(n->val));
+		}
+		cond_resched();
+	}
+	off = le64_to_cpu(t->root->image);
+	if (off)
+		pmidx_free(a, off);
+	if (t->trackers)
+		pmidx_free(a, le64_to_cpu(t->root->trackers));
+	for (id = 0; id < t->nr_chunks; id++) {
+		c = ut_chunk_get(t, id);
+		if (c)
+			pmidx_free(a, c->off);
+	}
+	ut_teardown(t);
+	idx->priv = NULL;
+}
+
+const struct pmidx_engine_ops pmidx_utree_ops = {
+	.id		= PMIDX_ENGINE_UTREE,
+	.name		= "utree",
+	.open		= ut_open,
+	.close		= ut_close,
+	.destroy	= ut_destroy,
+	.get		= ut_get,
+	.put		= ut_put,
+	.del		= ut_del,
+	.scan		= ut_scan,
+	.check		= ut_check_op,
+	.stats		= ut_stats,
+};
