@@ -32,7 +32,7 @@ SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
 	compat-check checkpatch clean demo install
-all: module libpmidx tools selftests
+all: module libpmidx tools selftests user-tools
 
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk

@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# One on-media format for both builds: a pool formatted and written by the
+# userspace build (build/user/pmidx-poolfile) attaches in the kernel, and
+# a pool the kernel wrote opens in userspace. The image travels through
+# the fsdax namespace with O_DIRECT block copies, so the bytes the kernel
+# maps through DAX are exactly the file's.
+# Prints KTAP lines and a final "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+PF=build/user/pmidx-poolfile
+CTL=build/bin/pmidxctl
+OUT=build/vm/crossformat
+rm -rf "$OUT" && mkdir -p "$OUT"
+pass=0 fail=0 n=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		pass=$((pass + 1)); echo "ok $n - $2"
+	else
+		fail=$((fail + 1)); echo "not ok $n - $2"
+	fi
+}
+
+json() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+
+echo "TAP version 13"
+echo "1..5"
+
+$PF format "$OUT/user.img" 64M >/dev/null &&
+	$PF create-index "$OUT/user.img" from-user --engine utree >/dev/null &&
+	$PF create-index "$OUT/user.img" ccl-from-user --engine ccl >/dev/null &&
+	$PF check "$OUT/user.img" >/dev/null
+ok $? "userspace: format a 64 MiB pool file, create utree and ccl indexes"
+
+tools/pmidx-vm --quiet --pmem "$OUT/pmem.img:256M" --log "$OUT/dmesg.log" -- sh -ec "
+	dd if=$OUT/user.img of=/dev/pmem0 bs=1M oflag=direct conv=fsync status=none
+	$CTL attach /dev/pmem0 >/dev/null
+	$CTL list --json > $OUT/kernel-list.json
+	$CTL put from-user hello world
+	$CTL put ccl-from-user key-$$ value >/dev/null
+	$CTL check from-user >/dev/null
+	$CTL create-index from-kernel --engine utree >/dev/null
+	$CTL put from-kernel k1 v1
+	$CTL detach pmidx0
+	dd if=/dev/pmem0 of=$OUT/kernel.img bs=1M count=64 iflag=direct status=none"
+ok $? "kernel: attach the userspace-made image, write to it, create an index, detach"
+
+json "$OUT/kernel-list.json" \
+	"sorted(i['name'] for i in j['pools'][0]['indexes']) == ['ccl-from-user','from-user']"
+ok $? "kernel sees the indexes the userspace build created"
+
+$PF check "$OUT/kernel.img" >/dev/null && $PF info "$OUT/kernel.img" --json > "$OUT/user-info.json"
+ok $? "userspace: the kernel-written image is clean and passes the checker"
+
+json "$OUT/user-info.json" \
+	"sorted(i['name'] for i in j['indexes']) == ['ccl-from-user','from-kernel','from-user'] and j['clean']"
+ok $? "userspace sees the kernel's index and clean-detach state"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
