@@ -36,6 +36,7 @@ all: module libpmidx tools selftests user-tools
 
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk
+include libpmidx/embedded.mk
 
 install: install-libpmidx
 

@@ -156,11 +156,22 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	spin_lock(&c->lock);
 	if (c->nr == c->cap && limbo_grow(c)) {
 		struct limbo now = { .obj = obj, .fn = fn, .ctx = ctx };
+		bool in_section = READ_ONCE(c->active);
 
 		spin_unlock(&c->lock);
 		preempt_enable();
-		pmidx_epoch_barrier(e);
-		limbo_free(e, &now);
+		if (!in_section) {
+			pmidx_epoch_barrier(e);
+			limbo_free(e, &now);
+			return;
+		}
+		/*
+		 * Out of memory inside a section: waiting would deadlock on
+		 * ourselves and freeing now is unsafe. Abandon the object;
+		 * the pool then skips its clean detach so the next attach
+		 * traces and reclaims it (see pmidx_pool_close()).
+		 */
+		WRITE_ONCE(e->abandoned, true);
 		return;
 	}
 	l = &c->items[c->nr++];

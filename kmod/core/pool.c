@@ -277,10 +277,12 @@ err_free:
  */
 void pmidx_pool_close(struct pmidx_pool *pool)
 {
-	bool clean = !pool->needs_trace;
+	bool clean;
 
 	mutex_lock(&pool->lock);
-	pmidx_index_table_unload(pool, clean);
+	pmidx_index_table_unload(pool, !pool->needs_trace);
+	/* an abandoned retiree must be found by the next attach's trace */
+	clean = !pool->needs_trace && !READ_ONCE(pool->epoch.abandoned);
 	pmidx_epoch_destroy(&pool->epoch);
 	if (clean) {
 		pmidx_alloc_writeback(&pool->alloc);

@@ -10,9 +10,17 @@
 
 #include "internal.h"
 
+#ifdef PMIDX_EMBEDDED
+/* backend_file.c: pool files in-process (build/lib/libpmidx-embedded.a) */
+extern const struct pmidx_backend pmidx_backend_file;
+#endif
+
 /* Probed in order; the in-process pool-file backend goes here too. */
 static const struct pmidx_backend *const backends[] = {
 	&pmidx_backend_dev,
+#ifdef PMIDX_EMBEDDED
+	&pmidx_backend_file,
+#endif
 	NULL,
 };
 

@@ -9,12 +9,12 @@
  * with its latest value, nothing unacknowledged, scan in order, and pass
  * the engine's checker.
  *
- * Build (links the real engines, so not through the test-% rule):
- *   make -f tools/testing/user.mk build/user/asan/libpmidx-user.a \
- *        build/user/asan/obj/selftests/user/ccl-crash.o
- *   clang -fsanitize=address,undefined -pthread \
- *        build/user/asan/obj/selftests/user/ccl-crash.o \
- *        build/user/asan/libpmidx-user.a -o build/user/asan/ccl-crash
+ * Also: writers, readers and a scanner on threads with the GC running
+ * all the time; corrupted images (refused or usable, never a crash);
+ * the reset of leaf timestamps.
+ *
+ * Run: make -f tools/testing/user.mk USER_ENGINE_CRASH=1 check-user-engines
+ * (or build/user/asan/ccl-crash [--only NAME] after building it).
  * Replay one failure: PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V
  *   ccl-crash --seed S --only NAME
  */

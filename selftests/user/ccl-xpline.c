@@ -11,7 +11,9 @@
  *
  *   ccl-xpline [W [N]]        (defaults 200000 100000)
  *
- * Build: see selftests/user/ccl-crash.c (same objects, this main).
+ * Build: like selftests/user/ccl-crash.c (the real engines, this main),
+ * e.g. make -f tools/testing/user.mk build/user/plain/obj/selftests/user/ccl-xpline.o
+ * build/user/plain/libpmidx-user.a, then link the two with -pthread.
  */
 #include <stdlib.h>
 #include <sys/mman.h>

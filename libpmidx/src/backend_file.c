@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The embedded backend: a pool image in a regular file, attached in this
+ * process with the userspace build of kmod/core (tools/testing/pool_file.h)
+ * and driven through the kernel's own dispatcher, pmidx_dispatch(), with a
+ * memcpy uaccess. Same commands, same semantics as the device backend.
+ *
+ * Built only into build/lib/libpmidx-embedded.a (libpmidx/embedded.mk),
+ * with the shim include flags; pool.c registers it under PMIDX_EMBEDDED.
+ *
+ * The core and libpmidx both name a "struct pmidx_pool"/"struct
+ * pmidx_index" and a few functions (pmidx_pool_open/close,
+ * pmidx_engine_name, the inline pmidx_ptr): the core's headers are included with those names
+ * mapped to pmidx_core_*, and embedded.mk renames the same symbols in the
+ * core's objects (objcopy --redefine-sym) so both halves link together.
+ *
+ * libpmidx.mk compiles every .c of libpmidx/src into libpmidx.so/.a: there
+ * (no PMIDX_EMBEDDED) this file is empty, so the default build neither
+ * needs the shim headers nor links the core.
+ */
+#ifdef PMIDX_EMBEDDED
+#include <errno.h>
+#include <string.h>
+
+#define pmidx_pool		pmidx_core_pool
+#define pmidx_index		pmidx_core_index
+#define pmidx_pool_open		pmidx_core_pool_open
+#define pmidx_pool_close	pmidx_core_pool_close
+#define pmidx_engine_name	pmidx_core_engine_name
+#define pmidx_ptr		pmidx_core_ptr
+#include "pool_file.h"
+#include "core/dispatch.h"
+#undef pmidx_pool
+#undef pmidx_index
+#undef pmidx_pool_open
+#undef pmidx_pool_close
+#undef pmidx_engine_name
+#undef pmidx_ptr
+
+#include "internal.h"
+
+static int file_from(void *dst, u64 src, u32 len)
+{
+	if (!len)
+		return 0;
+	if (!src || !dst)
+		return -EFAULT;
+	memcpy(dst, (const void *)(uintptr_t)src, len);
+	return 0;
+}
+
+static int file_to(u64 dst, const void *src, u32 len)
+{
+	if (!len)
+		return 0;
+	if (!dst || !src)
+		return -EFAULT;
+	memcpy((void *)(uintptr_t)dst, src, len);
+	return 0;
+}
+
+static const struct pmidx_uaccess file_uaccess = {
+	.from	= file_from,
+	.to	= file_to,
+};
+
+static bool file_probe(const char *path, const struct stat *st)
+{
+	(void)path;
+	return S_ISREG(st->st_mode);
+}
+
+static int file_open(struct pmidx_pool *pool, const char *path)
+{
+	struct pmidx_pool_file *pf = NULL;
+	const char *why = NULL;
+	int ret;
+
+	ret = pmidx_pool_file_open(path, 0, &pf, &why);
+	if (ret)
+		return ret < 0 ? ret : -EIO;
+	pool->priv = pf;
+	pool->fd = -1;
+	return 0;
+}
+
+static int file_cmd(struct pmidx_pool *pool, struct pmidx_cmd *c)
+{
+	struct pmidx_pool_file *pf = pool->priv;
+
+	return pmidx_dispatch(pf->pool, c, &file_uaccess);
+}
+
+static void file_close(struct pmidx_pool *pool)
+{
+	pmidx_pool_file_close(pool->priv);
+	pool->priv = NULL;
+}
+
+const struct pmidx_backend pmidx_backend_file = {
+	.name	= "file",
+	.probe	= file_probe,
+	.open	= file_open,
+	.cmd	= file_cmd,
+	.close	= file_close,
+};
+
+#endif /* PMIDX_EMBEDDED */
