@@ -56,11 +56,17 @@ compat-check:
 	$(MAKE) -C $(KDIR612) M=$(CURDIR)/$(B)/compat-6.12 modules
 	@echo "compat-check: pmidx.ko builds against $(notdir $(KDIR612))"
 
-tools: $(BIN)/pmidxctl
+tools: $(BIN)/pmidxctl $(BIN)/pmidx-bench
 
 $(BIN)/pmidxctl: $(PMIDXCTL_SRC) $(wildcard tools/pmidxctl/*.h) uapi/linux/pmidx.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(NL_CFLAGS) $(PMIDXCTL_SRC) -o $@ $(NL_LIBS)
+
+# pmidx-bench links the embedded libpmidx: pool files in-process and
+# kernel pools through the same API.
+$(BIN)/pmidx-bench: tools/bench/pmidx-bench.c $(EMB_LIB) libpmidx/include/pmidx.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I libpmidx/include $< $(EMB_LIB) -lpthread -o $@
 
 # kselftest headers come from Debian's linux-source at build time (GPL-2.0,
 # never committed).
