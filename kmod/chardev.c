@@ -24,7 +24,8 @@ static int uaccess_to(u64 dst, const void *src, u32 len)
 	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
 }
 
-static const struct pmidx_uaccess pmidx_user_access = {
+/* user memory of the calling task, for the ioctl and io_uring paths */
+const struct pmidx_uaccess pmidx_user_access = {
 	.from	= uaccess_from,
 	.to	= uaccess_to,
 };

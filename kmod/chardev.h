@@ -3,6 +3,9 @@
 #define _PMIDX_CHARDEV_H
 
 struct pmidx_pool_dev;
+struct pmidx_uaccess;
+
+extern const struct pmidx_uaccess pmidx_user_access;
 
 int pmidx_chardev_register(struct pmidx_pool_dev *d);
 void pmidx_chardev_unregister(struct pmidx_pool_dev *d);

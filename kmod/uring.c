@@ -24,22 +24,8 @@
 #include "compat.h"
 #include "core/dispatch.h"
 #include "pool_dev.h"
+#include "chardev.h"
 #include "uring.h"
-
-static int uaccess_from(void *dst, u64 src, u32 len)
-{
-	return copy_from_user(dst, u64_to_user_ptr(src), len) ? -EFAULT : 0;
-}
-
-static int uaccess_to(u64 dst, const void *src, u32 len)
-{
-	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
-}
-
-static const struct pmidx_uaccess uring_access = {
-	.from	= uaccess_from,
-	.to	= uaccess_to,
-};
 
 /* The second output word of a completed command (see file comment). */
 static u64 second_output(const struct pmidx_cmd *c, int ret)
@@ -86,7 +72,7 @@ int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;
 	memcpy(&cmd, pmidx_uring_cmd_payload(ioucmd), sizeof(cmd));
-	ret = pmidx_dispatch(d->pool, &cmd, &uring_access);
+	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access);
 	io_uring_cmd_done(ioucmd, first_output(&cmd, ret),
 			  second_output(&cmd, ret), issue_flags);
 	return -EIOCBQUEUED;

@@ -24,16 +24,7 @@ OUT=build/vm/ccl
 IMG=$OUT/pmem.img
 P=/sys/module/pmidx/parameters
 rm -rf "$OUT" && mkdir -p "$OUT/cut1" "$OUT/cut2"
-pass=0 fail=0 n=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
+. selftests/vm/lib.sh
 
 vm() { "$VM" --quiet --pmem "$IMG:256M" --log "$OUT/dmesg-$1.log" "${@:2}"; }
 

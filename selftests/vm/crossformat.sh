@@ -13,24 +13,8 @@ PF=build/user/pmidx-poolfile
 CTL=build/bin/pmidxctl
 OUT=build/vm/crossformat
 rm -rf "$OUT" && mkdir -p "$OUT"
-pass=0 fail=0 n=0
+. selftests/vm/lib.sh
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
-
-json() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-sys.exit(0 if eval(sys.argv[2]) else 1)
-PY
-}
 
 echo "TAP version 13"
 echo "1..5"
@@ -65,5 +49,4 @@ json "$OUT/user-info.json" \
 	"sorted(i['name'] for i in j['indexes']) == ['ccl-from-user','from-kernel','from-user'] and j['clean']"
 ok $? "userspace sees the kernel's index and clean-detach state"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary

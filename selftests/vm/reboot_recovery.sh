@@ -21,27 +21,10 @@ CTL=build/bin/pmidxctl
 OUT=build/vm/reboot
 IMG=$OUT/pmem.img
 rm -rf "$OUT" && mkdir -p "$OUT"
-pass=0 fail=0 n=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
+. selftests/vm/lib.sh
 
 vm() { "$VM" --quiet --pmem "$IMG:256M" --log "$OUT/dmesg-$1.log" "${@:2}"; }
 
-# json FILE PYTHON-EXPR: evaluate EXPR with j = parsed FILE; exit 0 if true
-json() {
-	python3 - "$1" "$2" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-sys.exit(0 if eval(sys.argv[2]) else 1)
-PY
-}
 
 echo "TAP version 13"
 echo "1..10"
@@ -129,5 +112,4 @@ ok $? "boot 6: storm allocations reclaimed, pool usable and detaches cleanly"
 ok $? "boot 6: dropping every index returns the allocator to an empty pool"
 
 echo "# $OUT holds the guest logs and JSON"
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+summary

@@ -17,16 +17,7 @@ CTL=build/bin/pmidxctl
 T=build/bin/selftests/utree_smoke
 OUT=build/vm/utree-reboot
 rm -rf "$OUT" && mkdir -p "$OUT"
-pass=0 fail=0 n=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $2"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $2"
-	fi
-}
+. selftests/vm/lib.sh
 
 vm() {
 	local img=$1 log=$2
