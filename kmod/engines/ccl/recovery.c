@@ -248,7 +248,8 @@ err:
 
 /* ---- B: each leaf ------------------------------------------------------ */
 
-static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf)
+static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf,
+		    const char **why)
 {
 	struct ccl_tree *t = rc->t;
 	struct rleaf *r = &rc->lv[i];
@@ -261,7 +262,7 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf)
 	u16 vind;
 	int ret;
 
-	rc->why = "leaf is not an allocated 256-byte object";
+	*why = "leaf is not an allocated 256-byte object";
 	if (rc->trace && pmidx_alloc_mark(a, r->off))
 		return -EUCLEAN;
 	if (pmidx_alloc_size(a, r->off) != sizeof(l) ||
@@ -271,7 +272,7 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf)
 	if (ret)
 		return ret;
 	r->ts = le64_to_cpu(l.ts);
-	rc->why = "leaf timestamp out of range";
+	*why = "leaf timestamp out of range";
 	if (r->ts > PMIDX_WAL_TS_MAX)
 		return -EUCLEAN;
 	ts_max(&rc->maxts, r->ts);
@@ -282,14 +283,14 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf)
 		u64 kw = (__force u64)l.slot[s].key;
 		bool ind = l.fp[s] & CCL_FP_IND;
 
-		rc->why = "leaf key word is corrupt";
+		*why = "leaf key word is corrupt";
 		ret = key_check(rc, kw, ind, true, kbuf, &len);
 		if (ret)
 			return ret;
-		rc->why = "leaf fingerprint does not match its key";
+		*why = "leaf fingerprint does not match its key";
 		if (l.fp[s] != ccl_fp(kbuf, len))
 			return -EUCLEAN;
-		rc->why = "leaf value word is corrupt";
+		*why = "leaf value word is corrupt";
 		ret = val_check(rc, (__force u64)l.slot[s].val, vind & BIT(s));
 		if (ret)
 			return ret;
@@ -297,7 +298,7 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf)
 		for (s2 = 0; s2 < s; s2++) {
 			if (!(bitmap & BIT(s2)) || l.fp[s2] != l.fp[s])
 				continue;
-			rc->why = "leaf holds a key twice";
+			*why = "leaf holds a key twice";
 			if (ccl_key_eq(t, (__force u64)l.slot[s2].key,
 				       l.fp[s2] & CCL_FP_IND, kbuf, len))
 				return -EUCLEAN;
@@ -327,6 +328,7 @@ static int leaves_worker(void *arg, unsigned int w)
 {
 	struct rctx *rc = arg;
 	size_t i, lo = rc->nl * w / rc->workers, hi = rc->nl * (w + 1) / rc->workers;
+	const char *why = NULL;
 	u8 *buf;
 	int ret = 0;
 
@@ -334,10 +336,13 @@ static int leaves_worker(void *arg, unsigned int w)
 	if (!buf)
 		return -ENOMEM;
 	for (i = lo; i < hi && !ret; i++) {
-		ret = leaf_one(rc, i, buf, buf + PMIDX_KEY_MAX + 1);
+		ret = leaf_one(rc, i, buf, buf + PMIDX_KEY_MAX + 1, &why);
 		if (!(i % 64))
 			cond_resched();
 	}
+	/* workers run in parallel: publish the reason atomically */
+	if (ret && why)
+		xchg(&rc->why, why);
 	kfree(buf);
 	return ret;
 }
