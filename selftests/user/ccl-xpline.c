@@ -32,7 +32,7 @@ static u64 key_seq(u64 *s)
 	return *s * 0x2545f4914f6cdd1dULL;
 }
 
-static int run(unsigned int nbatch, bool naive, u64 warm, u64 n)
+static int run(u32 engine, unsigned int nbatch, bool naive, u64 warm, u64 n)
 {
 	struct xpline_config xc = { .no_chain = false };
 	struct xpline_model *m;
@@ -54,14 +54,15 @@ static int run(unsigned int nbatch, bool naive, u64 warm, u64 n)
 		return 1;
 	pool = pmidx_pool_open(img, POOL_SIZE, false, &why);
 	if (IS_ERR(pool) ||
-	    pmidx_index_create(pool, "x", PMIDX_ENGINE_CCL, &idx, &why))
+	    pmidx_index_create(pool, "x", engine, &idx, &why))
 		return 1;
 	for (i = 0; i < warm; i++) {
 		k = key_seq(&s);
 		if (idx->ops->put(idx, (u8 *)&k, 8, (u8 *)&i, 8, 0))
 			return 1;
 	}
-	gc0 = atomic64_read(&((struct ccl_tree *)idx->priv)->gc_runs);
+	gc0 = engine == PMIDX_ENGINE_CCL ?
+	      atomic64_read(&((struct ccl_tree *)idx->priv)->gc_runs) : 0;
 	xc.base = img;
 	xc.size = POOL_SIZE;
 	m = xpline_new(&xc);
@@ -75,12 +76,14 @@ static int run(unsigned int nbatch, bool naive, u64 warm, u64 n)
 	xpline_drain(m);
 	xpline_get(m, &st);
 	xpline_detach(m);
-	printf("nbatch %u%s: lines/insert %.3f  xplines/insert %.3f  XBI %.2f  CLI %.2f  gc runs %lld\n",
+	printf("%s nbatch %u%s: lines/insert %.3f  xplines/insert %.3f  XBI %.2f  CLI %.2f  gc runs %lld\n",
+	       engine == PMIDX_ENGINE_CCL ? "ccl" : "utree",
 	       nbatch, naive ? " naive-gc" : "", (double)st.lines / n,
 	       (double)st.xpline_writes / n,
 	       (double)st.media_write_bytes / (16.0 * n),
 	       64.0 * st.lines / (16.0 * n),
-	       (long long)(atomic64_read(&((struct ccl_tree *)idx->priv)->gc_runs) - gc0));
+	       engine == PMIDX_ENGINE_CCL ? (long long)(atomic64_read(
+			&((struct ccl_tree *)idx->priv)->gc_runs) - gc0) : 0LL);
 	xpline_free(m);
 	pmidx_pool_close(pool);
 	munmap(img, POOL_SIZE);
@@ -93,8 +96,11 @@ int main(int argc, char **argv)
 	u64 n = argc > 2 ? strtoull(argv[2], NULL, 0) : 100000;
 	unsigned int nb;
 
+	/* the paper's comparison: a per-key persistent list (utree) */
+	if (run(PMIDX_ENGINE_UTREE, 2, false, warm, n))
+		return 1;
 	for (nb = 1; nb <= 5; nb++)
-		if (run(nb, false, warm, n))
+		if (run(PMIDX_ENGINE_CCL, nb, false, warm, n))
 			return 1;
-	return run(2, true, warm, n);
+	return run(PMIDX_ENGINE_CCL, 2, true, warm, n);
 }
