@@ -342,7 +342,7 @@ static int leaves_worker(void *arg, unsigned int w)
 	}
 	/* workers run in parallel: publish the reason atomically */
 	if (ret && why)
-		xchg(&rc->why, why);
+		(void)xchg(&rc->why, why);
 	kfree(buf);
 	return ret;
 }
