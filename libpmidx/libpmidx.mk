@@ -16,7 +16,7 @@
 # Whatever the inclusion point, this fragment never sets the default goal.
 LIBPMIDX_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-LIBPMIDX_VERSION := 1.0.0
+LIBPMIDX_VERSION := 1.1.0
 LIBPMIDX_SOMAJOR := 1
 LIBPMIDX_DIR	 := libpmidx
 LIBPMIDX_OBJDIR	 := $(B)/libpmidx
@@ -29,6 +29,8 @@ LIBPMIDX_CPPFLAGS := -I $(LIBPMIDX_DIR)/include
 LIBPMIDX_SO	 := $(LIBPMIDX_LIBDIR)/libpmidx.so.$(LIBPMIDX_VERSION)
 LIBPMIDX_A	 := $(LIBPMIDX_LIBDIR)/libpmidx.a
 LIBPMIDX_UNIT	 := $(BIN)/libpmidx-unit
+# rings use io_uring through liburing (Debian 12: 2.3)
+LIBPMIDX_LIBS	 := -luring
 
 PREFIX		?= /usr/local
 LIBDIR		?= $(PREFIX)/lib
@@ -47,7 +49,7 @@ $(LIBPMIDX_SO): $(LIBPMIDX_OBJ) $(LIBPMIDX_DIR)/libpmidx.map
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libpmidx.so.$(LIBPMIDX_SOMAJOR) \
 		-Wl,--version-script,$(LIBPMIDX_DIR)/libpmidx.map -Wl,-z,defs \
-		$(LIBPMIDX_OBJ) -o $@
+		$(LIBPMIDX_OBJ) -o $@ $(LIBPMIDX_LIBS)
 	ln -sf $(@F) $(@D)/libpmidx.so.$(LIBPMIDX_SOMAJOR)
 	ln -sf libpmidx.so.$(LIBPMIDX_SOMAJOR) $(@D)/libpmidx.so
 
@@ -59,7 +61,7 @@ $(LIBPMIDX_A): $(LIBPMIDX_OBJ)
 $(LIBPMIDX_UNIT): $(wildcard $(LIBPMIDX_DIR)/tests/*.c $(LIBPMIDX_DIR)/tests/*.h) $(LIBPMIDX_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(LIBPMIDX_CPPFLAGS) -I $(LIBPMIDX_DIR)/src $(CFLAGS) \
-		$(filter %.c,$^) -o $@ $(LIBPMIDX_A)
+		$(filter %.c,$^) -o $@ $(LIBPMIDX_A) $(LIBPMIDX_LIBS)
 
 check-libpmidx: $(LIBPMIDX_UNIT) $(LIBPMIDX_SO)
 	@$(LIBPMIDX_UNIT)

@@ -37,6 +37,8 @@ extern "C" {
 #define PMIDX_VALUE_MAX		65536	/* value bytes (0..65536) */
 #define PMIDX_PUT_INSERT	(1U << 0)	/* PUT: fail with -EEXIST if present */
 #define PMIDX_SCAN_AFTER	(1U << 1)	/* SCAN: start strictly after key */
+#define PMIDX_SCAN_MORE		(1U << 15)	/* SCAN out: more records follow */
+#define PMIDX_BATCH_MAX		1024	/* requests in one BATCH command */
 
 /* Length of a key made by pmidx_key_from_u64(). */
 #define PMIDX_U64_KEY_LEN	8
@@ -44,6 +46,7 @@ extern "C" {
 struct pmidx_pool;
 struct pmidx_index;
 struct pmidx_scan;
+struct pmidx_ring;
 
 /* One record of a scan; the pointers live until the next call on it. */
 struct pmidx_kv {
@@ -115,6 +118,202 @@ int pmidx_scan_open(struct pmidx_index *idx, const void *start,
 /* Return: 1 with *@kv filled, 0 at the end, or a negative errno. */
 int pmidx_scan_next(struct pmidx_scan *scan, struct pmidx_kv *kv);
 void pmidx_scan_close(struct pmidx_scan *scan);
+
+/*
+ * Walk the packed records of a raw SCAN output buffer (a SCAN request of
+ * a batch or a ring): *@off starts at 0, @used is the byte count the
+ * SCAN reported. Return: 1 with *@kv pointing into @buf, 0 at the end,
+ * or -EPROTO for a malformed record.
+ */
+int pmidx_rec_parse(const void *buf, size_t used, size_t *off,
+		    struct pmidx_kv *kv);
+
+/* ---- requests and batches (PMIDX_1.1) --------------------------------- */
+
+/* Request types: the values of the kernel's PMIDX_OP_* for the same ops. */
+enum pmidx_req_type {
+	PMIDX_REQ_GET	= 2,
+	PMIDX_REQ_PUT	= 3,
+	PMIDX_REQ_DEL	= 4,
+	PMIDX_REQ_SCAN	= 5,
+	PMIDX_REQ_BATCH	= 7,	/* completions of pmidx_ring_batch() only */
+};
+
+/*
+ * One operation of a batch. Fields the type does not use must be zero
+ * (a designated initializer does it). Outputs are written back into the
+ * request when the batch completes.
+ *
+ *  GET   key -> value copied into val (val_len = buffer size in, value
+ *        length out; on -ENOSPC the length needed). -ENOENT if absent.
+ *  PUT   key, val/val_len (read only); flags 0 or PMIDX_PUT_INSERT.
+ *  DEL   key. -ENOENT if absent.
+ *  SCAN  key = start (key_len 0: from the first key; PMIDX_SCAN_AFTER:
+ *        strictly after it), end_key (exclusive; end_key_len 0: none),
+ *        count = max records in, records returned out; val = buffer of
+ *        val_len bytes, bytes used out (parse with pmidx_rec_parse());
+ *        flags |= PMIDX_SCAN_MORE when more records follow.
+ *
+ * Every request has its own index; all of a batch's indexes must be in
+ * the same pool.
+ */
+struct pmidx_req {
+	struct pmidx_index	*idx;
+	unsigned int		type;		/* enum pmidx_req_type */
+	unsigned int		flags;
+	const void		*key;
+	size_t			key_len;
+	const void		*end_key;	/* SCAN only */
+	size_t			end_key_len;
+	void			*val;
+	size_t			val_len;
+	uint32_t		count;		/* SCAN only */
+	int			res;		/* out: 0 or a negative errno */
+};
+
+/*
+ * Run @n requests as BATCH commands of up to PMIDX_BATCH_MAX requests:
+ * one syscall per command instead of one per request. They run in order;
+ * each PUT/DEL is durable once it has run (a crash keeps a prefix), all
+ * of them when this returns. Return: the number of requests whose res is
+ * not 0, or a negative errno when a command was refused as a whole (a
+ * malformed request: that request's res holds the error, the requests
+ * of that command and after it are -ECANCELED and did not run).
+ */
+int pmidx_batch(struct pmidx_pool *pool, struct pmidx_req *reqs,
+		unsigned int n);
+
+/* ---- asynchronous rings (PMIDX_1.1) ------------------------------------ */
+
+/*
+ * A ring submits operations without waiting for them and delivers their
+ * completions later. On a kernel pool it is an io_uring instance
+ * (IORING_OP_URING_CMD, SQE128 + CQE32) on the pool's char device: up to
+ * @depth operations in flight, many submitted with one syscall. Where
+ * io_uring cannot be used -- io_uring_setup() fails, the kernel refuses
+ * the pool's uring_cmd (checked once at open with a harmless LOOKUP), the
+ * pool is an in-process pool file, PMIDX_RING_SYNC is given, or the
+ * environment variable PMIDX_RING_SYNC is set to anything but "" or "0"
+ * -- the ring runs each operation synchronously through the pool's
+ * ordinary path (ioctl or in-process) when it is submitted, with exactly
+ * the same API and completion semantics. pmidx_ring_mode() tells which.
+ *
+ * Life of an operation:
+ *   pmidx_ring_get() etc.  queue it (arguments are checked here: an error
+ *                          returned here means no completion follows);
+ *                          -EBUSY when @depth operations are undelivered
+ *   pmidx_ring_submit()    hand queued operations to the kernel (also
+ *                          done by wait and poll)
+ *   pmidx_ring_wait() /    deliver completions: an operation submitted
+ *   pmidx_ring_poll()      with a callback has it called (from inside
+ *                          these two functions only, never from a
+ *                          submission call); the others are returned by
+ *                          pmidx_ring_poll()
+ *
+ * Buffers (keys, values, outputs, batch requests) must stay valid until
+ * the completion is delivered. Completions are delivered in submission
+ * order in synchronous mode; through io_uring order is not guaranteed.
+ *
+ * Threads: a ring belongs to one thread at a time and is not inherited
+ * across fork(); use one ring per thread (the pool and index handles
+ * are shared). Callbacks may submit new operations on their ring, but
+ * must not wait, poll or close it (-EDEADLK).
+ */
+
+/* pmidx_ring_open() flags */
+#define PMIDX_RING_SYNC		(1U << 0)	/* never use io_uring */
+#define PMIDX_RING_NO_FALLBACK	(1U << 1)	/* fail instead of running sync */
+
+#define PMIDX_RING_DEPTH_MAX	4096
+
+enum pmidx_ring_mode {
+	PMIDX_RING_MODE_URING	= 1,	/* io_uring passthrough */
+	PMIDX_RING_MODE_SYNC	= 2,	/* each op runs when submitted */
+};
+
+/* What an operation did; the outputs are those of its type. */
+struct pmidx_completion {
+	void		*user_data;
+	int		res;	/* 0 or a negative errno */
+	unsigned int	type;	/* enum pmidx_req_type */
+	unsigned int	flags;	/* SCAN: PMIDX_SCAN_MORE */
+	uint32_t	count;	/* SCAN: records returned; BATCH: requests failed */
+	size_t		len;	/* GET: value length, SCAN: bytes used; on
+				 * -ENOSPC: the length needed */
+};
+
+typedef void (*pmidx_done_fn)(struct pmidx_ring *ring,
+			      const struct pmidx_completion *c);
+
+/*
+ * Open a ring of @depth (1..PMIDX_RING_DEPTH_MAX) operations on @pool.
+ * @flags: PMIDX_RING_SYNC, PMIDX_RING_NO_FALLBACK (then the reason
+ * io_uring cannot be used is returned instead).
+ */
+int pmidx_ring_open(struct pmidx_pool *pool, unsigned int depth,
+		    unsigned int flags, struct pmidx_ring **ring);
+/*
+ * Close @ring. Operations queued but not submitted never run; submitted
+ * ones are waited for (their effects stay) without calling callbacks, so
+ * buffers may be freed once this returns. Undelivered completions are
+ * dropped.
+ */
+void pmidx_ring_close(struct pmidx_ring *ring);
+/* enum pmidx_ring_mode; @why (may be NULL) := why it is not io_uring:
+ * 0 (io_uring, or forced by flag/environment) or a negative errno. */
+int pmidx_ring_mode(const struct pmidx_ring *ring, int *why);
+/* Operations queued or in flight, not yet completed. */
+unsigned int pmidx_ring_busy(const struct pmidx_ring *ring);
+
+/*
+ * Queue one operation; outputs come in its completion. @done may be NULL
+ * (the completion is then returned by pmidx_ring_poll()).
+ */
+int pmidx_ring_get(struct pmidx_ring *ring, struct pmidx_index *idx,
+		   const void *key, size_t key_len, void *val, size_t val_cap,
+		   pmidx_done_fn done, void *user_data);
+int pmidx_ring_put(struct pmidx_ring *ring, struct pmidx_index *idx,
+		   const void *key, size_t key_len, const void *val,
+		   size_t val_len, unsigned int flags, pmidx_done_fn done,
+		   void *user_data);
+int pmidx_ring_del(struct pmidx_ring *ring, struct pmidx_index *idx,
+		   const void *key, size_t key_len, pmidx_done_fn done,
+		   void *user_data);
+/* One SCAN command: up to @count records into @buf (see struct pmidx_req). */
+int pmidx_ring_scan(struct pmidx_ring *ring, struct pmidx_index *idx,
+		    const void *start, size_t start_len, const void *end,
+		    size_t end_len, uint32_t count, unsigned int flags,
+		    void *buf, size_t buf_len, pmidx_done_fn done,
+		    void *user_data);
+/*
+ * Queue @n (1..PMIDX_BATCH_MAX) requests as one BATCH command: one
+ * submission queue entry. Outputs are written into @reqs before the
+ * completion is delivered; its count := requests that failed, its res
+ * is 0 unless the kernel refused the whole batch (then no request ran:
+ * each res is -ECANCELED, or the error for the malformed request when
+ * the ring is synchronous and knows which it was).
+ */
+int pmidx_ring_batch(struct pmidx_ring *ring, struct pmidx_req *reqs,
+		     unsigned int n, pmidx_done_fn done, void *user_data);
+
+/* Submit queued operations. Return: how many, or a negative errno. */
+int pmidx_ring_submit(struct pmidx_ring *ring);
+/*
+ * Submit queued operations, then wait until at least @min operations
+ * have completed in this call or none is queued or in flight (UINT_MAX:
+ * all of them), calling callbacks as they complete. Return: operations
+ * completed (callbacks called + completions kept for pmidx_ring_poll()),
+ * or a negative errno if none could be.
+ */
+int pmidx_ring_wait(struct pmidx_ring *ring, unsigned int min);
+/*
+ * Submit queued operations and take what has completed without waiting
+ * (calling callbacks as pmidx_ring_wait() does), then copy up to @max
+ * completions of callback-less operations into @out. Return: entries
+ * written, or a negative errno.
+ */
+int pmidx_ring_poll(struct pmidx_ring *ring, struct pmidx_completion *out,
+		    unsigned int max);
 
 /* ---- keys and errors ------------------------------------------------- */
 

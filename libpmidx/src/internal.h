@@ -62,6 +62,22 @@ static inline uint64_t pmidx_ptr(const void *p)
 }
 
 /*
+ * Requests (req.c): a struct pmidx_req as the struct pmidx_cmd the kernel
+ * takes (0, or -EINVAL/-E2BIG/-EXDEV for what the ABI cannot carry or an
+ * index of another pool), and the outputs of a BATCH entry back into its
+ * request. pmidx_reqs_refused() marks the requests of a refused BATCH:
+ * the one at @bad (if < @n) gets @err, the others -ECANCELED.
+ */
+int pmidx_req_to_cmd(const struct pmidx_req *q, const struct pmidx_pool *pool,
+		     struct pmidx_cmd *c);
+void pmidx_req_outputs(struct pmidx_req *q, const struct pmidx_cmd *c);
+void pmidx_reqs_refused(struct pmidx_req *q, unsigned int n, int err,
+			uint64_t bad);
+/* The BATCH command over the entry array @ents of @n commands. */
+void pmidx_batch_cmd(struct pmidx_cmd *c, struct pmidx_cmd *ents,
+		     unsigned int n);
+
+/*
  * Packed SCAN records (rec.c): struct pmidx_rec + key + value, padded to
  * 8 bytes. pmidx_rec_next() reads the record at *@off of @buf[0..@used)
  * and advances *@off. Return: 1 and *@kv set, 0 at the end, -EPROTO for

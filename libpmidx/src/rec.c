@@ -43,3 +43,18 @@ int pmidx_rec_next(const void *buf, uint32_t used, uint32_t *off,
 	*off += size;
 	return 1;
 }
+
+int pmidx_rec_parse(const void *buf, size_t used, size_t *off,
+		    struct pmidx_kv *kv)
+{
+	uint32_t o;
+	int ret;
+
+	if (used > UINT32_MAX || *off > used)
+		return -EPROTO;
+	o = *off;
+	ret = pmidx_rec_next(buf, used, &o, kv);
+	if (ret > 0)
+		*off = o;
+	return ret;
+}

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# ABI check of the shared library: soname, versioned exports only, and
-# the export list equal to the version script's.
+# ABI check of the shared library: soname, versioned exports only, the
+# export list equal to the version script's, and each symbol carrying
+# the version of the node that lists it.
 #
 #   libpmidx/tests/abi.sh LIBDIR SRCDIR
 set -u
@@ -17,11 +18,15 @@ t "soname is libpmidx.so.1" \
 	"readelf -d '$lib' | grep -q 'SONAME.*\[libpmidx.so.1\]'"
 exports=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort)
 wanted=$(sed -n 's/^[[:space:]]*\(pmidx_[a-z0-9_]*\);$/\1/p' "$map" | sort)
+# "symbol@@NODE" for every symbol of the version script
+versioned=$(awk '/^PMIDX_[0-9.]* *{/ { node = $1 }
+	/^[[:space:]]*pmidx_[a-z0-9_]*;$/ { sub(/;/, ""); print $1 "@@" node }' \
+	"$map" | sort)
 t "exports = the version script's symbols" \
 	"[ \"\$(echo \"\$exports\" | sed 's/@.*//')\" = \"\$wanted\" ]"
-t "every export carries version PMIDX_1.0" \
-	"! echo \"\$exports\" | grep -v '@@PMIDX_1.0\$'"
-t "no undefined symbols beyond libc" \
-	"! nm -D --undefined-only '$lib' | grep -v '@GLIBC_' | grep -q ' U '"
+t "every export carries the version of its node (PMIDX_1.0, PMIDX_1.1)" \
+	"[ \"\$exports\" = \"\$versioned\" ]"
+t "no undefined symbols beyond libc and liburing" \
+	"! nm -D --undefined-only '$lib' | grep -v '@GLIBC_\|@LIBURING_' | grep -q ' U '"
 echo "libpmidx abi: $pass passed, $fail failed"
 [ $fail = 0 ]

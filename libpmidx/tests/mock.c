@@ -30,6 +30,8 @@ static struct {
 	uint32_t max_cap;	/* largest SCAN buffer seen */
 	int fail_scan_at;	/* answer -EIO to this SCAN (1-based), 0: never */
 	int lie_count;		/* add this to a SCAN's count */
+	int cmds;		/* commands seen (a BATCH is one) */
+	int batches;		/* BATCH commands seen */
 } m;
 
 static void mock_reset(void)
@@ -166,6 +168,16 @@ static int mock_scan(struct pmidx_cmd *c)
 	return 0;
 }
 
+static int mock_batch_shape(const struct pmidx_cmd *c)
+{
+	if (c->index || c->key || c->key_len || c->end_key || c->end_key_len)
+		return -EINVAL;
+	if (!c->count || c->count > PMIDX_BATCH_MAX ||
+	    c->val_len != c->count * sizeof(struct pmidx_cmd))
+		return -EINVAL;
+	return c->val ? 0 : -EFAULT;
+}
+
 /* The dispatcher's shape checks (kmod/core/dispatch.c), in short. */
 static int mock_shape(const struct pmidx_cmd *c)
 {
@@ -179,6 +191,8 @@ static int mock_shape(const struct pmidx_cmd *c)
 	if (c->reserved0 || c->reserved[0] || c->reserved[1] ||
 	    c->reserved[2] || c->result || (c->flags & ~op_flags[c->op]))
 		return -EINVAL;
+	if (c->op == PMIDX_OP_BATCH)
+		return mock_batch_shape(c);
 	if (c->op != PMIDX_OP_SCAN && (c->end_key || c->end_key_len || c->count))
 		return -EINVAL;
 	if (c->op == PMIDX_OP_SCAN && !c->count)
@@ -200,13 +214,55 @@ static int mock_shape(const struct pmidx_cmd *c)
 	return 0;
 }
 
+static int mock_one(struct pmidx_cmd *c);
+
+/*
+ * BATCH as the uapi describes it: every entry checked first (a malformed
+ * one, or a LOOKUP, CHECK or nested BATCH, refuses the whole command
+ * with result := its position), then run in order, each entry's result
+ * := its return value; result := entries that failed.
+ */
+static int mock_batch(struct pmidx_cmd *c)
+{
+	struct pmidx_cmd *e = (struct pmidx_cmd *)(uintptr_t)c->val;
+	uint32_t i, failed = 0;
+	int ret;
+
+	m.batches++;
+	for (i = 0; i < c->count; i++) {
+		ret = mock_shape(&e[i]);
+		if (!ret && (e[i].op == PMIDX_OP_LOOKUP ||
+			     e[i].op == PMIDX_OP_CHECK || e[i].op == PMIDX_OP_BATCH))
+			ret = -EINVAL;
+		if (ret) {
+			c->result = i;
+			return ret;
+		}
+	}
+	for (i = 0; i < c->count; i++) {
+		ret = mock_one(&e[i]);
+		e[i].result = (uint64_t)(int64_t)ret;
+		failed += ret != 0;
+	}
+	c->result = failed;
+	return 0;
+}
+
 static int mock_cmd(struct pmidx_pool *pool, struct pmidx_cmd *c)
 {
 	int ret = mock_shape(c);
 
 	(void)pool;
+	m.cmds++;
 	if (ret)
 		return ret;
+	if (c->op == PMIDX_OP_BATCH)
+		return mock_batch(c);
+	return mock_one(c);
+}
+
+static int mock_one(struct pmidx_cmd *c)
+{
 	switch (c->op) {
 	case PMIDX_OP_LOOKUP:
 		if (c->key_len != 4 || memcmp((void *)(uintptr_t)c->key, "mock", 4))
@@ -234,9 +290,9 @@ static const struct pmidx_backend mock_be = {
 	.cmd	= mock_cmd,
 };
 
-static struct pmidx_pool mock_pool = { .be = &mock_be, .fd = -1 };
+struct pmidx_pool mock_pool = { .be = &mock_be, .fd = -1 };
 
-static struct pmidx_index *mock_index(void)
+struct pmidx_index *mock_index(void)
 {
 	struct pmidx_index *idx;
 
@@ -244,6 +300,16 @@ static struct pmidx_index *mock_index(void)
 	if (pmidx_index_open(&mock_pool, "mock", &idx))
 		return NULL;
 	return idx;
+}
+
+int mock_cmds(void)
+{
+	return m.cmds;
+}
+
+int mock_batches(void)
+{
+	return m.batches;
 }
 
 static uint32_t fill_vmod;

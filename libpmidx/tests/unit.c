@@ -13,7 +13,6 @@
 #include "internal.h"
 #include "unit.h"
 
-extern const struct unit_test mock_tests[];
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
 
@@ -219,7 +218,7 @@ static const struct unit_test pure_tests[] = {
 
 int main(void)
 {
-	const struct unit_test *const sets[] = { pure_tests, mock_tests };
+	const struct unit_test *const sets[] = { pure_tests, mock_tests, ring_tests };
 	int pass = 0, fail = 0, n = 0;
 	size_t s;
 	const struct unit_test *t;

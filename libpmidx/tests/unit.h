@@ -27,4 +27,18 @@ struct unit_test {
 	}								\
 } while (0)
 
+/*
+ * The mock backend (mock.c): a pool whose commands run on an in-memory
+ * map with the kernel's checks; mock_index() empties it and opens its
+ * one index, "mock". Counters: commands seen (a BATCH is one), BATCHes.
+ */
+struct pmidx_pool;
+extern struct pmidx_pool mock_pool;
+struct pmidx_index *mock_index(void);
+int mock_cmds(void);
+int mock_batches(void);
+
+extern const struct unit_test mock_tests[];
+extern const struct unit_test ring_tests[];
+
 #endif /* LIBPMIDX_UNIT_H */
