@@ -77,6 +77,10 @@ struct rctx {
 	atomic64_t		maxts;
 	atomic64_t		replayed;
 	atomic64_t		blob_bytes;
+	/*
+	 * Why a corrupt image was refused. Serial steps store it plainly;
+	 * parallel workers keep their own and publish it with xchg().
+	 */
 	const char		*why;
 };
 
@@ -570,7 +574,7 @@ static int place(struct rctx *rc, size_t li, struct rent *e, size_t n)
 	return 0;
 }
 
-static int replay_leaf(struct rctx *rc, size_t li)
+static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 {
 	struct ccl_tree *t = rc->t;
 	struct rent *e = rc->all + rc->lstart[li];
@@ -595,7 +599,7 @@ static int replay_leaf(struct rctx *rc, size_t li)
 		if (in_leaf ? e[i].ts <= rc->lv[li].ts :
 		    (e[i].flags & CCL_F_TOMB))
 			continue;
-		rc->why = "log entry points to a corrupt blob";
+		*why = "log entry points to a corrupt blob";
 		if (e[i].flags & CCL_F_KIND) {
 			ret = blob_check(rc, ccl_w2off(e[i].w0), true, NULL, 0,
 					 &len);
@@ -615,13 +619,17 @@ static int replay_worker(void *arg, unsigned int w)
 {
 	struct rctx *rc = arg;
 	size_t i, lo = rc->nl * w / rc->workers, hi = rc->nl * (w + 1) / rc->workers;
+	const char *why = NULL;
 	int ret = 0;
 
 	for (i = lo; i < hi && !ret; i++) {
-		ret = replay_leaf(rc, i);
+		ret = replay_leaf(rc, i, &why);
 		if (!(i % 64))
 			cond_resched();
 	}
+	/* as leaves_worker(): workers run in parallel, publish atomically */
+	if (ret && why)
+		(void)xchg(&rc->why, why);
 	return ret;
 }
 
