@@ -51,7 +51,7 @@ module:
 compat-check:
 	@test -n "$(KDIR612)" || { echo "compat-check: no 6.12 headers (make deps)"; exit 1; }
 	@rm -rf $(B)/compat-6.12 && mkdir -p $(B)/compat-6.12
-	@cp -r Kbuild kmod uapi $(B)/compat-6.12/
+	@cp -r Kbuild kmod uapi include samples $(B)/compat-6.12/
 	@find $(B)/compat-6.12 -name '*.o' -o -name '*.cmd' -o -name '*.mod*' | xargs rm -f
 	$(MAKE) -C $(KDIR612) M=$(CURDIR)/$(B)/compat-6.12 modules
 	@echo "compat-check: pmidx.ko builds against $(notdir $(KDIR612))"

@@ -55,14 +55,9 @@ static int pmidx_chardev_open(struct inode *inode, struct file *file)
 {
 	struct miscdevice *misc = file->private_data;
 	struct pmidx_pool_dev *d = container_of(misc, struct pmidx_pool_dev, misc);
-	int ret = 0;
+	int ret;
 
-	spin_lock(&d->open_lock);
-	if (d->dying)
-		ret = -ENODEV;
-	else
-		d->open_count++;
-	spin_unlock(&d->open_lock);
+	ret = pmidx_dev_pin(d);
 	if (!ret)
 		file->private_data = d;
 	return ret;
@@ -70,11 +65,7 @@ static int pmidx_chardev_open(struct inode *inode, struct file *file)
 
 static int pmidx_chardev_release(struct inode *inode, struct file *file)
 {
-	struct pmidx_pool_dev *d = file->private_data;
-
-	spin_lock(&d->open_lock);
-	d->open_count--;
-	spin_unlock(&d->open_lock);
+	pmidx_dev_unpin(file->private_data);
 	return 0;
 }
 

@@ -361,7 +361,7 @@ static int pmidx_nl_drop_index(struct sk_buff *skb, struct genl_info *info)
 	ret = d->open_count ? -EBUSY : 0;
 	spin_unlock(&d->open_lock);
 	if (ret) {
-		NL_SET_ERR_MSG(info->extack, "pool is in use (its char device is open)");
+		NL_SET_ERR_MSG(info->extack, "pool is in use (its char device is open or a kernel client holds it)");
 		goto out;
 	}
 	ret = pmidx_index_drop(d->pool,

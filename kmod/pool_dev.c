@@ -203,6 +203,35 @@ static void dev_teardown(struct pmidx_pool_dev *d)
 }
 
 /**
+ * pmidx_dev_pin - take a reference that keeps @d attached
+ *
+ * Char-device opens and in-kernel handles hold one each; detach and
+ * drop-index fail with -EBUSY while any is held.
+ *
+ * Return: 0, or -ENODEV once detach has begun.
+ */
+int pmidx_dev_pin(struct pmidx_pool_dev *d)
+{
+	int ret = 0;
+
+	spin_lock(&d->open_lock);
+	if (d->dying)
+		ret = -ENODEV;
+	else
+		d->open_count++;
+	spin_unlock(&d->open_lock);
+	return ret;
+}
+
+void pmidx_dev_unpin(struct pmidx_pool_dev *d)
+{
+	spin_lock(&d->open_lock);
+	WARN_ON_ONCE(!d->open_count);
+	d->open_count--;
+	spin_unlock(&d->open_lock);
+}
+
+/**
  * pmidx_dev_detach - detach @d, which must not be open
  *
  * Context: caller holds pmidx_devs_lock.
@@ -214,7 +243,7 @@ int pmidx_dev_detach(struct pmidx_pool_dev *d, const char **why)
 	spin_lock(&d->open_lock);
 	if (d->open_count) {
 		spin_unlock(&d->open_lock);
-		*why = "pool is in use (its char device is open)";
+		*why = "pool is in use (its char device is open or a kernel client holds it)";
 		return -EBUSY;
 	}
 	d->dying = true;

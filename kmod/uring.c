@@ -9,12 +9,14 @@
  *
  *   cqe->res      the ioctl's return value, or on success:
  *                 GET: the value length; SCAN: records returned;
- *                 LOOKUP: the index id; CHECK: 0
+ *                 LOOKUP: the index id; CHECK, BATCH: 0
  *   cqe->big_cqe[0] (IORING_SETUP_CQE32 rings only) the second output:
  *                 GET: value length (also on -ENOSPC: the length needed);
  *                 SCAN: bytes used, with PMIDX_URING_SCAN_MORE set when
  *                 more records follow (on -ENOSPC: the length needed);
- *                 LOOKUP: engine id; CHECK: keys
+ *                 LOOKUP: engine id; CHECK: keys; BATCH: entries
+ *                 that failed (the per-entry results are in its array),
+ *                 or on failure the position of the malformed entry
  *
  * Outputs that the ioctl writes back into its struct are not written into
  * the SQE: the ring belongs to userspace.
@@ -41,6 +43,9 @@ static u64 second_output(const struct pmidx_cmd *c, int ret)
 	case PMIDX_OP_LOOKUP:
 	case PMIDX_OP_CHECK:
 		return ret ? 0 : c->result;
+	case PMIDX_OP_BATCH:
+		/* the failed entries, or the position of a malformed one */
+		return c->result;
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
  * is called.
  */
 #include <linux/errno.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "dispatch.h"
@@ -21,6 +22,17 @@ static const u16 op_flags[__PMIDX_OP_MAX] = {
 	[PMIDX_OP_SCAN]	= PMIDX_SCAN_AFTER,
 };
 
+/* A BATCH names its array and nothing else: each entry has its own index. */
+static int check_batch_shape(const struct pmidx_cmd *c)
+{
+	if (c->index || c->key || c->key_len || c->end_key || c->end_key_len)
+		return -EINVAL;
+	if (!c->count || c->count > PMIDX_BATCH_MAX ||
+	    c->val_len != c->count * sizeof(struct pmidx_cmd))
+		return -EINVAL;
+	return c->val ? 0 : -EFAULT;
+}
+
 /* Reserved fields, and fields the op does not use, must be zero. */
 static int check_shape(const struct pmidx_cmd *c)
 {
@@ -31,6 +43,8 @@ static int check_shape(const struct pmidx_cmd *c)
 	if (c->reserved0 || c->reserved[0] || c->reserved[1] || c->reserved[2] ||
 	    c->result || (c->flags & ~op_flags[c->op]))
 		return -EINVAL;
+	if (c->op == PMIDX_OP_BATCH)
+		return check_batch_shape(c);
 	if (!scan && (c->end_key || c->end_key_len || c->count))
 		return -EINVAL;
 	if (c->op == PMIDX_OP_CHECK && (c->key || c->key_len || c->val ||
@@ -196,25 +210,14 @@ static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	return 0;
 }
 
-/**
- * pmidx_dispatch - run one data-path command
- * @cmd: the command; on return it carries the op's outputs (val_len,
- *       count, flags, result, index) and must be copied back even when
- *       an error is returned (-ENOSPC reports the needed length).
- *
- * Context: process context; may sleep.
- * Return: 0 or a negative errno (see uapi/linux/pmidx.h).
- */
-int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+/* Run a command whose shape has been checked. */
+static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		   const struct pmidx_uaccess *ua)
 {
 	struct pmidx_index *idx = NULL;
 	u8 key[PMIDX_KEY_MAX];
 	int ret;
 
-	ret = check_shape(cmd);
-	if (ret)
-		return ret;
 	if (cmd->op != PMIDX_OP_LOOKUP) {
 		idx = pmidx_index_get(pool, cmd->index);
 		if (!idx)
@@ -251,4 +254,73 @@ int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	}
 	}
 	return -EOPNOTSUPP;
+}
+
+static bool batchable(u8 op)
+{
+	return op == PMIDX_OP_GET || op == PMIDX_OP_PUT || op == PMIDX_OP_DEL ||
+	       op == PMIDX_OP_SCAN;
+}
+
+/*
+ * BATCH: check every entry before running any, so a malformed batch
+ * changes nothing; then run them in order and write every entry's outputs
+ * back. A failing entry does not stop the others: its errno is its result.
+ */
+static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
+		    const struct pmidx_uaccess *ua)
+{
+	struct pmidx_cmd *ents;
+	u32 i, failed = 0;
+	int ret;
+
+	ents = kvmalloc_array(c->count, sizeof(*ents), GFP_KERNEL);
+	if (!ents)
+		return -ENOMEM;
+	ret = ua->from(ents, c->val, c->val_len);
+	if (ret)
+		goto out;
+	for (i = 0; i < c->count; i++) {
+		ret = check_shape(&ents[i]);
+		if (!ret && !batchable(ents[i].op))
+			ret = -EINVAL;
+		if (ret) {
+			c->result = i;
+			goto out;
+		}
+	}
+	for (i = 0; i < c->count; i++) {
+		ret = run_cmd(pool, &ents[i], ua);
+		ents[i].result = (u64)(s64)ret;
+		failed += ret != 0;
+		cond_resched();
+	}
+	ret = ua->to(c->val, ents, c->val_len);
+	if (!ret)
+		c->result = failed;
+out:
+	kvfree(ents);
+	return ret;
+}
+
+/**
+ * pmidx_dispatch - run one data-path command
+ * @cmd: the command; on return it carries the op's outputs (val_len,
+ *       count, flags, result, index) and must be copied back even when
+ *       an error is returned (-ENOSPC reports the needed length).
+ *
+ * Context: process context; may sleep.
+ * Return: 0 or a negative errno (see uapi/linux/pmidx.h).
+ */
+int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+		   const struct pmidx_uaccess *ua)
+{
+	int ret;
+
+	ret = check_shape(cmd);
+	if (ret)
+		return ret;
+	if (cmd->op == PMIDX_OP_BATCH)
+		return do_batch(pool, cmd, ua);
+	return run_cmd(pool, cmd, ua);
 }

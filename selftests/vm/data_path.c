@@ -1615,4 +1615,170 @@ TEST_F_TIMEOUT(data, persists_across_detach, 120)
 	ref_free(&ref);
 }
 
+/* ---- BATCH --------------------------------------------------------------- */
+
+#define NB	200
+
+static int run_batch(const struct ctx *c, struct pmidx_cmd *ents, uint32_t n,
+		     uint64_t *result)
+{
+	struct pmidx_cmd b = {
+		.op = PMIDX_OP_BATCH, .val = uptr(ents),
+		.val_len = n * sizeof(*ents), .count = n,
+	};
+	int ret = c->path->cmd(c->fd, &b);
+
+	*result = b.result;
+	return ret;
+}
+
+static struct pmidx_cmd batch_ent(const struct ctx *c, uint8_t op,
+				  const void *k, uint32_t kl, void *v,
+				  uint32_t vl)
+{
+	struct pmidx_cmd e = {
+		.op = op, .index = c->index, .key = uptr(k), .key_len = kl,
+		.val = uptr(v), .val_len = vl,
+	};
+	return e;
+}
+
+TEST_F(data, batch_ops)
+{
+	static char keys[NB][16], vals[NB][32], out[NB][32];
+	static struct pmidx_cmd e[NB];
+	static uint8_t sbuf[4096];
+	uint64_t failed;
+	uint32_t i, off = 0;
+	const uint8_t *rk, *rv;
+	uint32_t rkl, rvl, nrec = 0;
+
+	REQUIRE_ENGINE();
+	for (i = 0; i < NB; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "bk%05u", i);
+		snprintf(vals[i], sizeof(vals[i]), "value-%u", i * 7);
+		e[i] = batch_ent(&self->c, PMIDX_OP_PUT, keys[i],
+				 strlen(keys[i]), vals[i], strlen(vals[i]));
+	}
+	ASSERT_EQ(0, run_batch(&self->c, e, NB, &failed));
+	ASSERT_EQ(0, failed);
+	for (i = 0; i < NB; i++)
+		ASSERT_EQ(0, (int64_t)e[i].result);
+	ASSERT_CHECK(NB);
+
+	/* gets, one absent key, one buffer too small, one unknown index */
+	for (i = 0; i < NB; i++)
+		e[i] = batch_ent(&self->c, PMIDX_OP_GET, keys[i],
+				 strlen(keys[i]), out[i], sizeof(out[i]));
+	e[10].key = uptr("missing");
+	e[10].key_len = 7;
+	e[20].val_len = 2;
+	e[30].index = 63;
+	ASSERT_EQ(0, run_batch(&self->c, e, NB, &failed));
+	ASSERT_EQ(3, failed);
+	for (i = 0; i < NB; i++) {
+		if (i == 10 || i == 20 || i == 30)
+			continue;
+		ASSERT_EQ(0, (int64_t)e[i].result);
+		ASSERT_EQ(strlen(vals[i]), e[i].val_len);
+		ASSERT_EQ(0, memcmp(out[i], vals[i], e[i].val_len));
+	}
+	ASSERT_EQ(-ENOENT, (int64_t)e[10].result);
+	ASSERT_EQ(-ENOSPC, (int64_t)e[20].result);
+	ASSERT_EQ(strlen(vals[20]), e[20].val_len);
+	ASSERT_EQ(-ENXIO, (int64_t)e[30].result);
+
+	/* mixed: delete, insert-only conflict, bad value pointer, scan */
+	e[0] = batch_ent(&self->c, PMIDX_OP_DEL, keys[0], strlen(keys[0]), NULL, 0);
+	e[1] = batch_ent(&self->c, PMIDX_OP_DEL, keys[0], strlen(keys[0]), NULL, 0);
+	e[2] = batch_ent(&self->c, PMIDX_OP_PUT, keys[1], strlen(keys[1]),
+			 vals[2], strlen(vals[2]));
+	e[2].flags = PMIDX_PUT_INSERT;
+	e[3] = batch_ent(&self->c, PMIDX_OP_PUT, keys[3], strlen(keys[3]),
+			 (void *)8, 8);
+	e[4] = batch_ent(&self->c, PMIDX_OP_SCAN, keys[1], strlen(keys[1]),
+			 sbuf, sizeof(sbuf));
+	e[4].count = 3;
+	e[5] = batch_ent(&self->c, PMIDX_OP_PUT, keys[5], strlen(keys[5]),
+			 vals[6], strlen(vals[6]));
+	ASSERT_EQ(0, run_batch(&self->c, e, 6, &failed));
+	ASSERT_EQ(3, failed);
+	EXPECT_EQ(0, (int64_t)e[0].result);
+	EXPECT_EQ(-ENOENT, (int64_t)e[1].result);
+	EXPECT_EQ(-EEXIST, (int64_t)e[2].result);
+	EXPECT_EQ(-EFAULT, (int64_t)e[3].result);
+	EXPECT_EQ(0, (int64_t)e[4].result);
+	EXPECT_EQ(3, e[4].count);
+	EXPECT_TRUE(e[4].flags & PMIDX_SCAN_MORE);
+	while (off < e[4].val_len &&
+	       !rec_next(sbuf, e[4].val_len, &off, &rk, &rkl, &rv, &rvl)) {
+		EXPECT_EQ(0, memcmp(rk, keys[1 + nrec], rkl));
+		nrec++;
+	}
+	EXPECT_EQ(3, nrec);
+	ASSERT_EQ(0, get_str(&self->c, keys[5], vals[6]));
+	ASSERT_EQ(0, get_str(&self->c, keys[1], vals[1]));
+	ASSERT_EQ(0, get_str(&self->c, keys[3], vals[3]));
+	ASSERT_CHECK(NB - 1);
+}
+
+TEST_F(data, batch_malformed_changes_nothing)
+{
+	static char keys[8][8];
+	static struct pmidx_cmd e[8], big[PMIDX_BATCH_MAX + 1];
+	struct pmidx_cmd b;
+	struct ref before, after;
+	uint64_t failed;
+	uint32_t i, j;
+	static const struct { const char *what; uint32_t at; } bad[] = {
+		{ "reserved", 5 }, { "nested batch", 0 }, { "lookup", 7 },
+		{ "check", 3 }, { "unknown op", 6 }, { "empty key", 2 },
+		{ "get flag", 4 },
+	};
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, fill_few(&self->c, &before));
+	for (j = 0; j < ARRAY_SIZE(bad); j++) {
+		for (i = 0; i < 8; i++) {
+			snprintf(keys[i], sizeof(keys[i]), "m%u", i);
+			e[i] = batch_ent(&self->c, PMIDX_OP_PUT, keys[i], 2,
+					 keys[i], 2);
+		}
+		switch (j) {
+		case 0: e[5].reserved[1] = 1; break;
+		case 1: e[0].op = PMIDX_OP_BATCH; break;
+		case 2: e[7] = batch_ent(&self->c, PMIDX_OP_LOOKUP, INDEX_NAME,
+					 strlen(INDEX_NAME), NULL, 0);
+			e[7].index = 0; break;
+		case 3: e[3] = batch_ent(&self->c, PMIDX_OP_CHECK, NULL, 0, NULL, 0);
+			break;
+		case 4: e[6].op = 99; break;
+		case 5: e[2].key_len = 0; break;
+		case 6: e[4].op = PMIDX_OP_GET; e[4].flags = PMIDX_PUT_INSERT; break;
+		}
+		failed = ~0ULL;
+		EXPECT_NE(0, run_batch(&self->c, e, 8, &failed)) TH_LOG("%s", bad[j].what);
+		EXPECT_EQ(bad[j].at, failed) TH_LOG("%s", bad[j].what);
+	}
+	/* the outer command's own shape */
+	b = (struct pmidx_cmd){ .op = PMIDX_OP_BATCH, .val = uptr(e),
+				.val_len = 8 * sizeof(e[0]), .count = 8 };
+	TRY(-EINVAL, b, count = 0);
+	TRY(-EINVAL, b, val_len = 7 * sizeof(e[0]));
+	TRY(-EINVAL, b, index = self->c.index);
+	TRY(-EINVAL, b, key_len = 1);
+	TRY(-EINVAL, b, flags = PMIDX_PUT_INSERT);
+	TRY(-EINVAL, b, reserved[0] = 1);
+	TRY(-EFAULT, b, val = 0);
+	TRY(-EFAULT, b, val = 8);
+	b.count = PMIDX_BATCH_MAX + 1;
+	b.val = uptr(big);
+	b.val_len = b.count * sizeof(big[0]);
+	EXPECT_EQ(-EINVAL, self->c.path->cmd(self->c.fd, &b));
+	ASSERT_EQ(0, snapshot(&self->c, &after));
+	EXPECT_TRUE(ref_equal(&before, &after));
+	ref_free(&before);
+	ref_free(&after);
+}
+
 TEST_HARNESS_MAIN

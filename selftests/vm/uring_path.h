@@ -57,6 +57,9 @@ static inline void uring_outputs(struct pmidx_cmd *c, int res, uint64_t big)
 		if (res >= 0)
 			c->result = big;
 		break;
+	case PMIDX_OP_BATCH:	/* failed entries, or the malformed one */
+		c->result = big;
+		break;
 	}
 }
 

@@ -168,6 +168,20 @@ enum pmidx_stat {
  *          even one record fits.
  *  CHECK   index -> run the engine's structural checker; -EUCLEAN if it
  *          finds damage (details in the kernel log); result := keys.
+ *  BATCH   many GET/PUT/DEL/SCAN ops in one command, so that one syscall
+ *          (or one SQE) does real work for many keys. val = user array of
+ *          count struct pmidx_cmd entries (1..PMIDX_BATCH_MAX), val_len =
+ *          count * sizeof(struct pmidx_cmd); index, key, end_key and
+ *          flags zero. Every entry is checked first: if one is malformed
+ *          (the checks of a single command, or a nested BATCH, LOOKUP or
+ *          CHECK) nothing runs, the command fails with that entry's error
+ *          and result := its position (0 when the BATCH itself is bad). Otherwise the entries run in
+ *          order, each with its own index, and each entry's outputs are
+ *          written back into the array with entry.result := its return
+ *          value as a signed 64-bit number (0 or -errno). Out: result :=
+ *          entries that failed. Entries are not atomic as a group: each
+ *          PUT/DEL is durable once it has run, so a crash inside a batch
+ *          keeps a prefix of it; all of them are durable when it returns.
  */
 enum pmidx_op {
 	PMIDX_OP_LOOKUP = 1,
@@ -176,8 +190,11 @@ enum pmidx_op {
 	PMIDX_OP_DEL,
 	PMIDX_OP_SCAN,
 	PMIDX_OP_CHECK,
+	PMIDX_OP_BATCH,
 	__PMIDX_OP_MAX,
 };
+
+#define PMIDX_BATCH_MAX		1024	/* entries in one BATCH */
 
 #define PMIDX_PUT_INSERT	(1U << 0)	/* PUT: fail with -EEXIST if present */
 #define PMIDX_SCAN_AFTER	(1U << 1)	/* SCAN: start strictly after key */
@@ -214,7 +231,10 @@ struct pmidx_rec {
  *               records, LOOKUP: index id, others 0
  *   big_cqe[0]: GET: value length (needed length on -ENOSPC); SCAN: bytes
  *               used | PMIDX_URING_SCAN_MORE (needed length on -ENOSPC);
- *               LOOKUP: engine id; CHECK: keys
+ *               LOOKUP: engine id; CHECK: keys; BATCH: entries that
+ *               failed (res is 0 on success for BATCH: the per-entry
+ *               results are in the array), on failure the position of
+ *               the malformed entry (0 when the batch itself is bad)
  */
 #define PMIDX_URING_SCAN_MORE	(1ULL << 63)
 
