@@ -6,7 +6,9 @@
 #
 #   check-user-unit    unit tests, plain -O2 (gcc)
 #   check-user-asan    the same tests under ASan+UBSan
-#   check-user-tsan    the concurrent tests under ThreadSanitizer
+#   check-user-tsan    the concurrent tests under ThreadSanitizer, and the
+#                      real engines (writers against the GC kthread,
+#                      parallel recovery, the crash simulator)
 #   check-user-crash   ADR/eADR crash simulator over multi-step workloads
 #   check-user-fuzz    libFuzzer on pool images (bounded), plus the plain
 #                      replay driver over the corpus
@@ -164,7 +166,7 @@ user-lib: $(UB)/libpmidx-user.a
 # ---- suites --------------------------------------------------------------------
 
 USER_UNIT	:= shim super itable alloc storm
-USER_TSAN	:= shim storm
+USER_TSAN	:= shim storm engines
 USER_BIN_unit	:= $(USER_UNIT:%=$(UB)/plain/test-%)
 USER_BIN_asan	:= $(USER_UNIT:%=$(UB)/asan/test-%)
 USER_BIN_tsan	:= $(USER_TSAN:%=$(UB)/tsan/test-%)
