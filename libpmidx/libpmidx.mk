@@ -10,8 +10,9 @@
 #   install-libpmidx  headers, libraries and pmidx.pc under
 #                     $(DESTDIR)$(PREFIX) (PREFIX=/usr/local by default)
 #
-# pmidxctl links the static library: this fragment adds it to the
-# pmidxctl link (target-specific NL_LIBS/CPPFLAGS, and a prerequisite).
+# pmidxctl and the async_api VM test link the static library: this
+# fragment adds it to their links (target-specific NL_LIBS/CPPFLAGS, and
+# a prerequisite).
 
 # Whatever the inclusion point, this fragment never sets the default goal.
 LIBPMIDX_SAVED_GOAL := $(.DEFAULT_GOAL)
@@ -83,6 +84,11 @@ install-libpmidx: $(LIBPMIDX_SO) $(LIBPMIDX_A)
 $(BIN)/pmidxctl: $(LIBPMIDX_A) $(LIBPMIDX_DIR)/include/pmidx.h
 $(BIN)/pmidxctl: private CPPFLAGS += $(LIBPMIDX_CPPFLAGS)
 $(BIN)/pmidxctl: private NL_LIBS += $(LIBPMIDX_A)
+
+# The VM test of the async API (selftests/vm/async_api.c) links it too.
+$(BIN)/selftests/async_api: $(LIBPMIDX_A) $(LIBPMIDX_DIR)/include/pmidx.h
+$(BIN)/selftests/async_api: private CPPFLAGS += $(LIBPMIDX_CPPFLAGS)
+$(BIN)/selftests/async_api: private NL_LIBS += $(LIBPMIDX_A)
 
 ifeq ($(LIBPMIDX_SAVED_GOAL),)
 .DEFAULT_GOAL :=

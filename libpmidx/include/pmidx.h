@@ -262,7 +262,11 @@ void pmidx_ring_close(struct pmidx_ring *ring);
 /* enum pmidx_ring_mode; @why (may be NULL) := why it is not io_uring:
  * 0 (io_uring, or forced by flag/environment) or a negative errno. */
 int pmidx_ring_mode(const struct pmidx_ring *ring, int *why);
-/* Operations queued or in flight, not yet completed. */
+/*
+ * Operations queued or in flight: not yet seen to complete (through
+ * io_uring, an operation is in flight until its CQE is reaped by wait or
+ * poll; synchronously, submitting completes it).
+ */
 unsigned int pmidx_ring_busy(const struct pmidx_ring *ring);
 
 /*
