@@ -9,7 +9,10 @@
  *	exit 0 if the index takes data commands, 4 if its engine is not
  *	built into the module (-EOPNOTSUPP), 1 on any other failure
  *   powercut_data write DEV LOGDIR ROUND SEED INDEX...
- *	PC_WRITERS threads per index put and delete until killed
+ *	PC_WRITERS threads per index put and delete until killed; with
+ *	PC_URING_BATCH=N in the environment each writer sends its ops N at
+ *	a time in one BATCH command over io_uring (distinct keys per batch)
+ *	and an op counts as acknowledged once the batch's CQE is seen
  *   powercut_data verify DEV LOGDIR INDEX
  *	replay every round's logs; exit 0 if the index holds exactly the
  *	acknowledged state (an op in flight at the cut may be either)
@@ -19,9 +22,10 @@
  *	I SEQ P KEY VLEN FLAGS	intent to put (value from PC_VALUE)
  *	I SEQ D KEY		intent to delete
  *	A SEQ RET		the kernel's answer
- * An intent without its answer is the op in flight at the cut. The
- * verifier settles it by looking at the index and records the outcome
- * in LOG.res ("SEQ APPLIED"), so later rounds replay a known history.
+ * An intent without its answer is an op in flight at the cut (up to a
+ * batch of them, on distinct keys). The verifier settles each by looking
+ * at the index and records the outcomes in LOG.res ("SEQ APPLIED" lines),
+ * so later rounds replay a known history.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -32,11 +36,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <liburing.h>
 #include "pmidx_data.h"
 
 #define PC_WRITERS	2	/* per index, each with its own keys */
 #define PC_KEYS		400	/* per writer */
 #define PC_MAX_ROUNDS	64
+#define PC_BATCH_MAX	64	/* ops per BATCH (PC_URING_BATCH) */
 
 static uint32_t pc_key(uint32_t w, uint32_t k, char *key)
 {
@@ -135,45 +141,172 @@ static int log_line(int fd, const char *fmt, ...)
 	return 0;
 }
 
-static void *writer_main(void *p)
+/* One generated op: its intent line is logged before it is sent. */
+struct pc_op {
+	uint32_t	seq, k, kl, vl;
+	uint16_t	flags;
+	bool		del;
+	char		key[PMIDX_KEY_MAX + 1];
+	uint8_t		*val;
+};
+
+static void gen_op(struct writer *wr, uint64_t *s, uint32_t seq,
+		   struct pc_op *op)
+{
+	uint32_t x;
+
+	op->seq = seq;
+	op->k = rng_below(s, PC_KEYS);
+	op->kl = pc_key(wr->w, op->k, op->key);
+	x = rng_below(s, 100);
+	op->del = x < 20;
+	op->flags = !op->del && x < 30 ? PMIDX_PUT_INSERT : 0;
+	op->vl = op->del ? 0 : pc_vlen(s);
+	if (!op->del)
+		pc_value(wr->w, wr->round, seq, op->vl, op->val);
+}
+
+static int log_intent(int fd, const struct pc_op *op)
+{
+	if (op->del)
+		return log_line(fd, "I %u D %u\n", op->seq, op->k);
+	return log_line(fd, "I %u P %u %u %u\n", op->seq, op->k, op->vl,
+			op->flags);
+}
+
+static bool expected(int ret)
+{
+	return !ret || ret == -EEXIST || ret == -ENOENT;
+}
+
+/* One op at a time through the ioctl. */
+static void write_single(struct writer *wr, int fd, uint64_t *s)
 {
 	static __thread uint8_t val[PMIDX_VALUE_MAX];
+	struct pc_op op = { .val = val };
+	uint32_t seq;
+	int ret;
+
+	for (seq = 1;; seq++) {
+		gen_op(wr, s, seq, &op);
+		if (log_intent(fd, &op))
+			return;
+		ret = op.del ? op_del(&wr->c, op.key, op.kl) :
+		      op_put(&wr->c, op.key, op.kl, op.val, op.vl, op.flags);
+		if (log_line(fd, "A %u %d\n", seq, ret))
+			return;
+		if (!expected(ret)) {
+			fprintf(stderr, "writer %u: op %u: %s\n", wr->w, seq,
+				strerror(-ret));
+			return;
+		}
+	}
+}
+
+/* Send @n ops as one BATCH SQE and wait for its CQE. */
+static int batch_submit(struct io_uring *ring, int devfd, uint32_t index,
+			struct pc_op *ops, struct pmidx_cmd *ents, uint32_t n)
+{
+	struct pmidx_cmd b = {
+		.op = PMIDX_OP_BATCH, .val = uptr(ents),
+		.val_len = n * sizeof(*ents), .count = n,
+	};
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_cqe *cqe;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		ents[i] = (struct pmidx_cmd){
+			.op = ops[i].del ? PMIDX_OP_DEL : PMIDX_OP_PUT,
+			.flags = ops[i].flags, .index = index,
+			.key = uptr(ops[i].key), .key_len = ops[i].kl,
+			.val = ops[i].del ? 0 : uptr(ops[i].val),
+			.val_len = ops[i].vl,
+		};
+	memset(sqe, 0, 128);
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = devfd;
+	sqe->cmd_op = PMIDX_IOC_CMD;
+	memcpy(sqe->cmd, &b, sizeof(b));
+	ret = io_uring_submit(ring);
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	ret = io_uring_wait_cqe(ring, &cqe);
+	if (ret)
+		return ret;
+	ret = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return ret;
+}
+
+/*
+ * Batches of @n ops on distinct keys through io_uring: all intents are
+ * logged, the batch is sent, and once its CQE is seen every answer is.
+ */
+static void write_batched(struct writer *wr, int fd, uint64_t *s, uint32_t n)
+{
+	static __thread uint8_t vals[PC_BATCH_MAX][PMIDX_VALUE_MAX];
+	static __thread struct pc_op ops[PC_BATCH_MAX];
+	static __thread struct pmidx_cmd ents[PC_BATCH_MAX];
+	struct io_uring ring;
+	uint32_t seq = 1, i, j;
+	int ret;
+
+	if (io_uring_queue_init(4, &ring, IORING_SETUP_SQE128)) {
+		fprintf(stderr, "writer %u: no io_uring\n", wr->w);
+		return;
+	}
+	for (;;) {
+		for (i = 0; i < n; i++) {
+			ops[i].val = vals[i];
+			do {	/* distinct keys: each in-flight op settles alone */
+				gen_op(wr, s, seq, &ops[i]);
+				for (j = 0; j < i && ops[j].k != ops[i].k; j++)
+					;
+			} while (j < i);
+			seq++;
+			if (log_intent(fd, &ops[i]))
+				goto out;
+		}
+		ret = batch_submit(&ring, wr->c.fd, wr->c.index, ops, ents, n);
+		if (ret) {
+			fprintf(stderr, "writer %u: BATCH: %s\n", wr->w,
+				strerror(-ret));
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			ret = (int)(int64_t)ents[i].result;
+			if (log_line(fd, "A %u %d\n", ops[i].seq, ret))
+				goto out;
+			if (!expected(ret)) {
+				fprintf(stderr, "writer %u: op %u: %s\n", wr->w,
+					ops[i].seq, strerror(-ret));
+				goto out;
+			}
+		}
+	}
+out:
+	io_uring_queue_exit(&ring);
+}
+
+static void *writer_main(void *p)
+{
 	struct writer *wr = p;
 	uint64_t s = wr->seed * 0x2545f4914f6cdd1dULL + wr->w * 7919 + wr->round;
-	uint32_t seq, k, x, kl, vl;
-	char key[PMIDX_KEY_MAX + 1];
-	uint16_t flags;
-	int fd, ret;
+	const char *b = getenv("PC_URING_BATCH");
+	uint32_t batch = b ? atoi(b) : 0;
+	int fd;
 
 	fd = open(wr->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		perror(wr->log);
 		return NULL;
 	}
-	for (seq = 1;; seq++) {
-		k = rng_below(&s, PC_KEYS);
-		kl = pc_key(wr->w, k, key);
-		x = rng_below(&s, 100);
-		if (x < 20) {
-			if (log_line(fd, "I %u D %u\n", seq, k))
-				break;
-			ret = op_del(&wr->c, key, kl);
-		} else {
-			flags = x < 30 ? PMIDX_PUT_INSERT : 0;
-			vl = pc_vlen(&s);
-			pc_value(wr->w, wr->round, seq, vl, val);
-			if (log_line(fd, "I %u P %u %u %u\n", seq, k, vl, flags))
-				break;
-			ret = op_put(&wr->c, key, kl, val, vl, flags);
-		}
-		if (log_line(fd, "A %u %d\n", seq, ret))
-			break;
-		if (ret && ret != -EEXIST && ret != -ENOENT) {
-			fprintf(stderr, "writer %u: op %u: %s\n", wr->w, seq,
-				strerror(-ret));
-			break;
-		}
-	}
+	if (batch)
+		write_batched(wr, fd, &s, batch > PC_BATCH_MAX ? PC_BATCH_MAX : batch);
+	else
+		write_single(wr, fd, &s);
 	close(fd);
 	return NULL;
 }
@@ -281,26 +414,35 @@ static bool apply(struct kstate *st, uint32_t round,
 	return ok || !check;
 }
 
-/* Settle the op in flight at the end of a log: read LOG.res or look. */
+/* The outcome LOG.res recorded for op @seq: 1, 0, or -1 if none. */
+static int recorded(const char *res, uint32_t seq)
+{
+	uint32_t s, applied;
+	int found = -1;
+	FILE *f = fopen(res, "r");
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%u %u", &s, &applied) == 2)
+		if (s == seq)
+			found = !!applied;
+	fclose(f);
+	return found;
+}
+
+/* Settle an op in flight at the end of a log: read LOG.res or look. */
 static int settle(struct verify *v, const char *log, bool last, uint32_t w,
 		  uint32_t round, struct kstate *st, const struct op *op)
 {
 	struct kstate before = *st, after = *st;
 	bool is_old, is_new;
 	char res[600];
-	uint32_t seq, applied;
+	int applied;
 	FILE *f;
-	int ret;
 
 	snprintf(res, sizeof(res), "%s.res", log);
-	f = fopen(res, "r");
-	if (f) {
-		ret = fscanf(f, "%u %u", &seq, &applied);
-		fclose(f);
-		if (ret != 2 || seq != op->seq) {
-			verr(v, "%s: does not settle op %u", res, op->seq);
-			return -1;
-		}
+	applied = recorded(res, op->seq);
+	if (applied >= 0) {
 		if (applied)
 			apply(st, round, op, 0, false);
 		return 0;
@@ -327,7 +469,7 @@ static int settle(struct verify *v, const char *log, bool last, uint32_t w,
 	} else {
 		v->inflight_not++;
 	}
-	f = fopen(res, "w");
+	f = fopen(res, "a");
 	if (!f || fprintf(f, "%u %u\n", op->seq, applied) < 0 || fflush(f) ||
 	    fsync(fileno(f)) || fclose(f)) {
 		verr(v, "%s: cannot record the outcome", res);
@@ -347,13 +489,16 @@ static int parse_intent(const char *line, struct op *op)
 	return op->type && op->k < PC_KEYS && op->vlen <= PMIDX_VALUE_MAX ? 0 : -1;
 }
 
-/* Replay one log into @keys; return -1 when it contradicts itself. */
+/*
+ * Replay one log into @keys; return -1 when it contradicts itself.
+ * Intents may run ahead of answers by up to a batch; answers come in
+ * intent order, and a batch's pending ops have distinct keys.
+ */
 static int replay(struct verify *v, const char *log, bool last, uint32_t w,
 		  uint32_t round, struct kstate *keys)
 {
-	struct op op = { 0 };
-	bool pending = false;
-
+	struct op pend[PC_BATCH_MAX];
+	uint32_t head = 0, npend = 0, i, seq;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -366,33 +511,43 @@ static int replay(struct verify *v, const char *log, bool last, uint32_t w,
 		if (line[n - 1] != '\n')
 			break;		/* torn last line: never acted on */
 		if (line[0] == 'I') {
-			if (pending || parse_intent(line, &op)) {
+			if (head + npend == PC_BATCH_MAX) {
+				verr(v, "%s: more than %u ops in flight", log,
+				     PC_BATCH_MAX);
+				err = -1;
+				break;
+			}
+			if (!npend)
+				head = 0;
+			if (parse_intent(line, &pend[head + npend])) {
 				verr(v, "%s: bad intent line: %s", log, line);
 				err = -1;
 			}
-			pending = true;
+			npend++;
 		} else if (line[0] == 'A') {
-			uint32_t seq;
+			struct op *op = &pend[head];
 
-			if (!pending || sscanf(line, "A %u %d", &seq, &ret) != 2 ||
-			    seq != op.seq) {
+			if (!npend || sscanf(line, "A %u %d", &seq, &ret) != 2 ||
+			    seq != op->seq) {
 				verr(v, "%s: bad answer line: %s", log, line);
 				err = -1;
 				break;
 			}
-			if (!apply(&keys[op.k], round, &op, ret, true)) {
+			if (!apply(&keys[op->k], round, op, ret, true)) {
 				verr(v, "%s: op %u (%c key %u) answered %d, against the acknowledged history",
-				     log, op.seq, op.type, op.k, ret);
+				     log, op->seq, op->type, op->k, ret);
 				err = -1;
 			}
 			v->acked++;
-			pending = false;
+			head++;
+			npend--;
 		}
 	}
 	free(line);
 	fclose(f);
-	if (!err && pending)
-		err = settle(v, log, last, w, round, &keys[op.k], &op);
+	for (i = 0; !err && i < npend; i++)
+		err = settle(v, log, last, w, round, &keys[pend[head + i].k],
+			     &pend[head + i]);
 	return err;
 }
 

@@ -19,13 +19,19 @@
 #
 #   selftests/vm/powercut_data.sh [CUT_SECONDS...]   (default: 4 7 11 16)
 #
+# With PC_URING_BATCH=N the writers send N ops per BATCH command over
+# io_uring, so whole batches are in flight at the cut (acknowledged =
+# CQE seen); their files go to build/vm/powercut-uring.
+#
 # Prints KTAP lines and a final "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 VM=tools/pmidx-vm
 CTL=build/bin/pmidxctl
 PC=build/bin/selftests/powercut_data
+BATCH=${PC_URING_BATCH:-0}
 OUT=build/vm/powercut
+[ "$BATCH" != 0 ] && OUT=build/vm/powercut-uring
 IMG=$OUT/pmem.img
 DEV=/dev/pmidx0
 ENGINES="utree ccl"
@@ -65,7 +71,7 @@ PY
 echo "TAP version 13"
 ncuts=$(echo "$CUTS" | wc -w)
 echo "1..$((2 + ncuts * (3 + 2 * $(echo $ENGINES | wc -w))))"
-echo "# seed $SEED, cuts after: $CUTS seconds"
+echo "# seed $SEED, cuts after: $CUTS seconds, ops per io_uring BATCH: $BATCH (0: one ioctl per op)"
 
 # --- boot 0: empty pool, one index per engine ------------------------------
 vm boot0 -- sh -c "$CTL format /dev/pmem0 --force && $CTL attach /dev/pmem0 >/dev/null &&
@@ -90,7 +96,7 @@ for cut in $CUTS; do
 	rm -f "$OUT/r$round.started"
 	if [ -n "$built" ]; then
 		cmd="$CTL attach /dev/pmem0 >/dev/null && touch $OUT/r$round.started &&
-			$PC write $DEV $OUT $round $SEED$round $built; sleep 600"
+			PC_URING_BATCH=$BATCH $PC write $DEV $OUT $round $SEED$round $built; sleep 600"
 	else
 		cmd="$CTL attach /dev/pmem0 >/dev/null && touch $OUT/r$round.started; sleep 600"
 	fi
