@@ -64,9 +64,10 @@ $(BIN)/pmidxctl: $(PMIDXCTL_SRC) $(wildcard tools/pmidxctl/*.h) uapi/linux/pmidx
 
 # pmidx-bench links the embedded libpmidx: pool files in-process and
 # kernel pools through the same API.
-$(BIN)/pmidx-bench: tools/bench/pmidx-bench.c $(EMB_LIB) libpmidx/include/pmidx.h
+BENCH_SRC := $(wildcard tools/bench/*.c)
+$(BIN)/pmidx-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h) $(EMB_LIB) libpmidx/include/pmidx.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -I libpmidx/include $< $(EMB_LIB) -lpthread -o $@
+	$(CC) $(CFLAGS) -I libpmidx/include $(BENCH_SRC) $(EMB_LIB) -luring -lpthread -lm -o $@
 
 # kselftest headers come from Debian's linux-source at build time (GPL-2.0,
 # never committed).

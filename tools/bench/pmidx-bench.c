@@ -1,317 +1,493 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pmidx-bench (first cut): throughput and latency of one workload on one
- * index through libpmidx, either in-process on a pool file (embedded
- * backend) or through a kernel pool's char device (ioctl backend).
+ * pmidx-bench: throughput and latency of pmidx indexes through every
+ * path: libpmidx's sync API over ioctls, its rings over io_uring
+ * passthrough (queue depth, BATCH commands), in-process on a pool file,
+ * and the in-kernel API through the sample client. YCSB-style workloads
+ * on uniform or zipfian keys; a table of ops/s and latency percentiles,
+ * JSON, and a compare mode that runs several configurations in one
+ * invocation and gives their ratios against the first. See usage().
  *
- *   pmidx-bench --path inproc:FILE|ioctl[:/dev/pmidxN] --engine E
- *               --workload load|C|update|scan --keys N [--ops N]
- *               [--threads T] [--value-size B] [--json FILE]
- *
- * load inserts keys 0..N-1 (big-endian u64, shuffled) and is always run
- * first; the named workload then runs on the loaded index. For inproc the
- * pool file is formatted and the index created with pmidx-poolfile; for
- * ioctl the pool must be attached and the index is created with pmidxctl.
- * Also reported for inproc: restart time after a clean close, and
- * recovery time of a crash image (a copy of the file taken while open).
- * io_uring, zipfian keys and --compare come with the full tool.
+ * Files: run.c (phases, threads, progress), workload.c (operation mixes
+ * and keys), path_sync.c, path_uring.c, path_kernel.c (the paths),
+ * stats.c (histograms, table, JSON), zipf.c (zipfian generator).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
-#include <pmidx.h>
 
-struct opts {
-	const char	*path;		/* pool file or device */
-	bool		inproc;
-	const char	*engine;
-	const char	*workload;
-	uint64_t	keys, ops;
-	unsigned int	threads;
-	unsigned int	vsize;
-	const char	*json;
-};
+#include "bench.h"
 
-struct worker {
-	pthread_t		tid;
-	struct pmidx_index	*idx;
-	const struct opts	*o;
-	const char		*what;
-	uint64_t		first, count;	/* op range */
-	uint64_t		*lat;		/* ns per op */
-	uint64_t		seed;
-	int			err;
-};
+#define MAX_CONFIGS	16
+#define DEFAULT_DEV	"/dev/pmidx0"
+#define POOLFILE_SIZE	"4G"
 
-struct result {
-	const char	*what;
-	double		secs, mops;
-	uint64_t	ops, p50, p99, p999, max;
-};
+extern char **environ;
 
-static uint64_t now_ns(void)
+static void usage(FILE *f)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	fprintf(f,
+"usage: pmidx-bench [OPTION]... [--compare SPEC...]\n"
+"\n"
+"Load an index, then run a workload on it, and print ops/s and latency.\n"
+"\n"
+"  --path P          ioctl[:DEV]   libpmidx sync API over PMIDX_IOC_CMD\n"
+"                    uring[:DEV]   libpmidx rings over io_uring passthrough\n"
+"                    inproc:FILE   a pool file in this process (formatted\n"
+"                                  with pmidx-poolfile, " POOLFILE_SIZE ")\n"
+"                    kernel[:DEV]  the in-kernel API through the sample\n"
+"                                  client /dev/pmidx_dentry (insmod\n"
+"                                  samples/pmidx_dentry/pmidx_dentry.ko):\n"
+"                                  load, insert, update, C, delete only,\n"
+"                                  sequential keys, mean latency only\n"
+"                    DEV defaults to " DEFAULT_DEV "\n"
+"  --engine E        ccl (default), utree, ...: engine of the index\n"
+"  --workload W      load         insert keys 0..N-1 (always run first)\n"
+"                    A            50%% reads, 50%% updates\n"
+"                    B            95%% reads, 5%% updates\n"
+"                    C            reads only (default)\n"
+"                    E            95%% scans of 1..100 records, 5%% inserts\n"
+"                    insert       inserts of new keys only\n"
+"                    update       updates only\n"
+"                    delete       deletes of loaded keys, each once\n"
+"                    scan         scans of 100 records only\n"
+"  --keys N          keys loaded (default 100000)\n"
+"  --ops N           operations of the workload (default: --keys)\n"
+"  --threads T       threads, each with its own ring on the uring path\n"
+"  --dist D          uniform (default) or zipfian: keys of reads,\n"
+"                    updates and scans\n"
+"  --theta X         zipfian constant in [0, 1) (default 0.99)\n"
+"  --key-size B      8..255 (default 8): big-endian number, then padding\n"
+"  --value-size B    0..65536 (default 8)\n"
+"  --qd N            uring: ring entries in flight per thread (default 16)\n"
+"  --batch N         ops per BATCH command, 1..1024 (default 1: one op per\n"
+"                    SQE or ioctl); uring and ioctl paths\n"
+"  --index NAME      index to use (default \"" BENCH_INDEX "\")\n"
+"  --no-create       use the existing index (and pool file) as it is;\n"
+"                    otherwise the index is dropped and created again\n"
+"  --no-load         skip the load phase\n"
+"  --seed S          seed of the key generators\n"
+"  --json FILE       write the results as JSON\n"
+"  --compare SPEC... run one configuration per SPEC, each the options\n"
+"                    above changed by SPEC = KEY=VALUE[,KEY=VALUE]... with\n"
+"                    KEY one of path, engine, workload, keys, ops, threads,\n"
+"                    dist, theta, key-size, value-size, qd, batch; ratios\n"
+"                    of ops/s are against the first SPEC, phase by phase\n"
+"                    (at most %d SPECs, anywhere on the command line)\n"
+"\n"
+"Latency: per operation around the call (sync paths) or from queueing to\n"
+"completion (uring; the ops of one BATCH share its latency). A progress\n"
+"line is drawn on stderr when it is a terminal.\n"
+"\n"
+"Example:\n"
+"  pmidx-bench --workload C --keys 200000 --compare path=ioctl \\\n"
+"      path=uring,qd=1 path=uring,qd=16 path=uring,qd=64,batch=16\n",
+		MAX_CONFIGS);
 }
 
-static uint64_t xorshift(uint64_t *s)
+/* ---- options ------------------------------------------------------------ */
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *v < min || *v > max)
+		return -EINVAL;
+	return 0;
 }
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max,
+		      unsigned int *v)
+{
+	uint64_t x;
+	int ret = parse_u64(s, min, max, &x);
+
+	*v = x;
+	return ret;
+}
+
+static int parse_path(struct bench_cfg *c, const char *s)
+{
+	static const struct {
+		const char *name;
+		enum bench_path path;
+	} paths[] = {
+		{ "ioctl", PATH_IOCTL }, { "uring", PATH_URING },
+		{ "inproc", PATH_INPROC }, { "kernel", PATH_KERNEL },
+	};
+	const char *colon = strchr(s, ':');
+	size_t len = colon ? (size_t)(colon - s) : strlen(s);
+	unsigned int i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (strlen(paths[i].name) != len || strncmp(s, paths[i].name, len))
+			continue;
+		c->path = paths[i].path;
+		c->target = colon ? colon + 1 : DEFAULT_DEV;
+		if (c->path == PATH_INPROC && (!colon || !colon[1]))
+			return -EINVAL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_dist(struct bench_cfg *c, const char *s)
+{
+	if (!strcmp(s, "uniform"))
+		c->dist = DIST_UNIFORM;
+	else if (!strcmp(s, "zipfian") || !strcmp(s, "zipf"))
+		c->dist = DIST_ZIPF;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_theta(struct bench_cfg *c, const char *s)
+{
+	char *end;
+
+	c->theta = strtod(s, &end);
+	return end == s || *end || c->theta < 0 || c->theta >= 1 ? -EINVAL : 0;
+}
+
+/* Set option @name (a long option or a compare KEY) to @v. */
+static int set_opt(struct bench_cfg *c, const char *name, const char *v)
+{
+	if (!strcmp(name, "path"))
+		return parse_path(c, v);
+	if (!strcmp(name, "engine"))
+		return (c->engine = v) && *v ? 0 : -EINVAL;
+	if (!strcmp(name, "workload"))
+		return wl_parse(v, &c->wl);
+	if (!strcmp(name, "keys"))
+		return parse_u64(v, 1, UINT32_MAX, &c->keys);
+	if (!strcmp(name, "ops"))
+		return parse_u64(v, 1, UINT64_MAX / 2, &c->ops);
+	if (!strcmp(name, "threads"))
+		return parse_uint(v, 1, 1024, &c->threads);
+	if (!strcmp(name, "dist"))
+		return parse_dist(c, v);
+	if (!strcmp(name, "theta"))
+		return parse_theta(c, v);
+	if (!strcmp(name, "key-size"))
+		return parse_uint(v, PMIDX_U64_KEY_LEN, PMIDX_KEY_MAX, &c->key_size);
+	if (!strcmp(name, "value-size"))
+		return parse_uint(v, 0, PMIDX_VALUE_MAX, &c->value_size);
+	if (!strcmp(name, "qd"))
+		return parse_uint(v, 1, PMIDX_RING_DEPTH_MAX, &c->qd);
+	if (!strcmp(name, "batch"))
+		return parse_uint(v, 1, PMIDX_BATCH_MAX, &c->batch);
+	if (!strcmp(name, "index"))
+		return (c->index = v) && *v ? 0 : -EINVAL;
+	if (!strcmp(name, "seed"))
+		return parse_u64(v, 0, UINT64_MAX, &c->seed);
+	return -ENOENT;
+}
+
+/* A compare SPEC applied to a copy of the base configuration. */
+static int apply_spec(struct bench_cfg *c, char *spec)
+{
+	char *save, *kv, *eq;
+	int ret;
+
+	snprintf(c->label, sizeof(c->label), "%s", spec);
+	for (kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		eq = strchr(kv, '=');
+		if (!eq)
+			return -EINVAL;
+		*eq = 0;
+		ret = set_opt(c, kv, eq + 1);
+		if (ret) {
+			fprintf(stderr, "pmidx-bench: --compare: bad %s=%s\n", kv, eq + 1);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+struct options {
+	struct bench_cfg	base;
+	const char		*json;
+	bool			compare;
+	char			**specs;
+	int			nspecs;
+};
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option lo[] = {
+		{ "path", 1, NULL, 0 }, { "engine", 1, NULL, 0 },
+		{ "workload", 1, NULL, 0 }, { "keys", 1, NULL, 0 },
+		{ "ops", 1, NULL, 0 }, { "threads", 1, NULL, 0 },
+		{ "dist", 1, NULL, 0 }, { "theta", 1, NULL, 0 },
+		{ "key-size", 1, NULL, 0 }, { "value-size", 1, NULL, 0 },
+		{ "qd", 1, NULL, 0 }, { "batch", 1, NULL, 0 },
+		{ "index", 1, NULL, 0 }, { "seed", 1, NULL, 0 },
+		{ "json", 1, NULL, 'j' }, { "no-create", 0, NULL, 'C' },
+		{ "no-load", 0, NULL, 'L' }, { "compare", 0, NULL, 'c' },
+		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	int c, li;
+
+	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
+		switch (c) {
+		case 0:
+			if (set_opt(&o->base, lo[li].name, optarg)) {
+				fprintf(stderr, "pmidx-bench: bad --%s %s\n",
+					lo[li].name, optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'j': o->json = optarg; break;
+		case 'C': o->base.create = false; break;
+		case 'L': o->base.load = false; break;
+		case 'c': o->compare = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: return -EINVAL;
+		}
+	}
+	/* the SPECs: every argument that is not an option */
+	o->specs = argv + optind;
+	o->nspecs = argc - optind;
+	if (o->compare != (o->nspecs > 0) || o->nspecs > MAX_CONFIGS)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- setting the index up ------------------------------------------------ */
 
 /*
- * A fixed permutation of 0..n-1 so loads insert in scattered order:
- * multiplying by a prime that does not divide n is a bijection mod n.
+ * Run a helper tool quietly: @rel if absolute, else @rel next to our own
+ * binary, unless the environment variable @env names another.
  */
-static uint64_t permute(uint64_t i, uint64_t n)
+static int tool(const char *env, const char *rel, const char *const *args)
 {
-	return (unsigned __int128)i * 2654435761u % n;
-}
+	char self[PATH_MAX], exe[PATH_MAX + 32], *argv[16];
+	posix_spawn_file_actions_t fa;
+	ssize_t n;
+	int i, status;
+	pid_t pid;
 
-static void *worker_fn(void *arg)
-{
-	struct worker *w = arg;
-	unsigned char key[8], val[65536], out[65536];
-	uint64_t i, k;
-
-	memset(val, 0x5a, w->o->vsize);
-	for (i = 0; i < w->count && !w->err; i++) {
-		uint64_t t0 = now_ns(), op = w->first + i;
-		size_t len = sizeof(out);
-
-		if (!strcmp(w->what, "load"))
-			k = permute(op, w->o->keys);
-		else
-			k = xorshift(&w->seed) % w->o->keys;
-		pmidx_key_from_u64(k, key);
-		memcpy(val, &op, w->o->vsize < 8 ? w->o->vsize : 8);
-		if (!strcmp(w->what, "load")) {
-			w->err = pmidx_put(w->idx, key, 8, val, w->o->vsize,
-					   PMIDX_PUT_INSERT);
-		} else if (!strcmp(w->what, "update")) {
-			w->err = pmidx_put(w->idx, key, 8, val, w->o->vsize, 0);
-		} else if (!strcmp(w->what, "C")) {
-			w->err = pmidx_get(w->idx, key, 8, out, &len);
-		} else {	/* scan: 100 records from a random key */
-			struct pmidx_scan *s;
-			struct pmidx_kv kv;
-			int n = 0, r;
-
-			w->err = pmidx_scan_open(w->idx, key, 8, NULL, 0, 100, 0, &s);
-			while (!w->err && (r = pmidx_scan_next(s, &kv)) > 0)
-				n++;
-			if (!w->err) {
-				w->err = r < 0 ? r : 0;
-				pmidx_scan_close(s);
-			}
-			(void)n;
-		}
-		w->lat[i] = now_ns() - t0;
+	if (env && getenv(env)) {
+		snprintf(exe, sizeof(exe), "%s", getenv(env));
+	} else if (rel[0] == '/') {
+		snprintf(exe, sizeof(exe), "%s", rel);
+	} else {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0)
+			return -errno;
+		self[n] = 0;
+		snprintf(exe, sizeof(exe), "%s/%s", dirname(self), rel);
 	}
-	return NULL;
+	argv[0] = exe;
+	for (i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = (char *)args[i];
+	argv[i + 1] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	i = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (i)
+		return -i;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EIO;
 }
 
-static int cmp_u64(const void *a, const void *b)
+static int ctl(const char *const *args)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
+	return tool("PMIDX_CTL", "pmidxctl", args);
 }
 
-static int run(struct pmidx_index *idx, const struct opts *o, const char *what,
-	       uint64_t ops, struct result *r)
+/* A fresh, empty index: a new pool file, or the index dropped and made. */
+static int setup_index(const struct bench_cfg *c)
 {
-	struct worker *w = calloc(o->threads, sizeof(*w));
-	uint64_t *all = malloc(ops * sizeof(*all)), t0, per;
-	unsigned int t;
-	int err = 0;
+	const char *base = strrchr(c->target, '/');
+	const char *pool = base ? base + 1 : c->target;
 
-	if (!w || !all)
-		return -ENOMEM;
-	per = ops / o->threads;
-	t0 = now_ns();
-	for (t = 0; t < o->threads; t++) {
-		w[t] = (struct worker){ .idx = idx, .o = o, .what = what,
-			.first = t * per, .lat = all + t * per,
-			.count = t == o->threads - 1 ? ops - t * per : per,
-			.seed = 0x1234567ull * (t + 1) };
-		pthread_create(&w[t].tid, NULL, worker_fn, &w[t]);
+	if (c->path == PATH_INPROC) {
+		const char *fmt[] = { "format", c->target, POOLFILE_SIZE, "--force", NULL };
+		const char *mk[] = { "create-index", c->target, c->index,
+				     "--engine", c->engine, NULL };
+
+		if (tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", fmt))
+			return -EIO;
+		return tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", mk);
+	} else {
+		const char *drop[] = { "drop-index", c->index, "--pool", pool, NULL };
+		const char *mk[] = { "create-index", c->index, "--engine",
+				     c->engine, "--pool", pool, NULL };
+
+		ctl(drop);
+		return ctl(mk);
 	}
-	for (t = 0; t < o->threads; t++) {
-		pthread_join(w[t].tid, NULL);
-		if (w[t].err && !err)
-			err = w[t].err;
+}
+
+/* ---- one configuration ----------------------------------------------------- */
+
+static const struct bench_path_ops *path_ops(enum bench_path p)
+{
+	switch (p) {
+	case PATH_URING:
+		return &bench_path_uring;
+	case PATH_KERNEL:
+		return &bench_path_kernel;
+	default:
+		return &bench_path_sync;
 	}
-	r->secs = (now_ns() - t0) / 1e9;
-	qsort(all, ops, sizeof(*all), cmp_u64);
-	r->what = what;
-	r->ops = ops;
-	r->mops = ops / r->secs / 1e6;
-	r->p50 = all[ops / 2];
-	r->p99 = all[ops * 99 / 100];
-	r->p999 = all[ops * 999 / 1000];
-	r->max = all[ops - 1];
-	free(all);
-	free(w);
-	return err;
 }
 
-static void print_result(const struct result *r)
-{
-	printf("%-8s %10" PRIu64 " ops %8.3f s %8.3f Mops/s  p50 %7.2f us  p99 %7.2f us  p99.9 %8.2f us  max %9.2f us\n",
-	       r->what, r->ops, r->secs, r->mops, r->p50 / 1e3, r->p99 / 1e3,
-	       r->p999 / 1e3, r->max / 1e3);
-}
-
-static int sh(const char *fmt, const char *a, const char *b, const char *c)
-{
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd), fmt, a, b, c);
-	return system(cmd) ? -EIO : 0;
-}
-
-static double open_time(const char *path)
+static double open_ms(const char *path)
 {
 	struct pmidx_pool *pool;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
+	int ret;
 
-	if (pmidx_pool_open(path, 0, &pool))
+	ret = pmidx_pool_open(path, 0, &pool);
+	if (ret) {
+		fprintf(stderr, "pmidx-bench: %s: %s\n", path, pmidx_strerror(ret));
 		return -1;
-	t0 = now_ns() - t0;
+	}
+	t0 = bench_now_ns() - t0;
 	pmidx_pool_close(pool);
 	return t0 / 1e6;
 }
 
-static void usage(void)
+/*
+ * inproc: restart time after a clean close, and recovery time of a crash
+ * image (a copy of the file taken while the pool was open).
+ */
+static void inproc_copy(const struct bench_cfg *c, char *crash, size_t len)
 {
-	fprintf(stderr, "usage: pmidx-bench --path inproc:FILE|ioctl[:DEV] --engine E "
-		"--workload load|C|update|scan --keys N [--ops N] [--threads T] "
-		"[--value-size B] [--json FILE]\n");
-	exit(2);
+	const char *cp[] = { "--sparse=always", c->target, crash, NULL };
+
+	snprintf(crash, len, "%s.crash", c->target);
+	if (tool(NULL, "/bin/cp", cp)) {
+		fprintf(stderr, "pmidx-bench: cannot copy %s\n", c->target);
+		crash[0] = 0;
+	}
+}
+
+static void inproc_times(struct bench_report *rep, const char *crash)
+{
+	rep->restart_ms = open_ms(rep->cfg.target);
+	rep->recovery_ms = crash[0] ? open_ms(crash) : -1;
+	if (crash[0])
+		unlink(crash);
+}
+
+static int run_phases(struct bench_run *run, struct bench_report *rep)
+{
+	const struct bench_cfg *c = run->cfg;
+	int ret = 0;
+
+	if (c->load || c->wl == WL_LOAD)
+		ret = bench_phase(run, WL_LOAD, &rep->res[rep->nres++]);
+	if (!ret && c->wl != WL_LOAD)
+		ret = bench_phase(run, c->wl, &rep->res[rep->nres++]);
+	return ret;
+}
+
+static int run_config(struct bench_report *rep)
+{
+	const struct bench_cfg *c = &rep->cfg;
+	struct bench_run run = { .cfg = c, .ops = path_ops(c->path) };
+	char crash[PATH_MAX + 8] = "";
+	int ret;
+
+	rep->restart_ms = rep->recovery_ms = -1;
+	if (c->create && setup_index(c)) {
+		fprintf(stderr, "pmidx-bench: cannot create index %s (engine %s) on %s\n",
+			c->index, c->engine, c->target);
+		return -EIO;
+	}
+	ret = wl_proto(c, &run.proto);
+	if (!ret)
+		ret = run.ops->open(&run);
+	if (ret) {
+		fprintf(stderr, "pmidx-bench: %s: %s\n", c->target, pmidx_strerror(ret));
+		return ret;
+	}
+	ret = run_phases(&run, rep);
+	if (!ret && c->path == PATH_INPROC)
+		inproc_copy(c, crash, sizeof(crash));
+	run.ops->close(&run);
+	if (!ret && c->path == PATH_INPROC)
+		inproc_times(rep, crash);
+	return ret;
+}
+
+static bool kernel_can(enum bench_wl wl)
+{
+	return wl == WL_LOAD || wl == WL_INSERT || wl == WL_UPDATE ||
+	       wl == WL_C || wl == WL_DELETE;
+}
+
+static int check_cfg(const struct bench_cfg *c)
+{
+	if (c->batch > 1 && c->path != PATH_URING && c->path != PATH_IOCTL) {
+		fprintf(stderr, "pmidx-bench: --batch needs the uring or ioctl path\n");
+		return -EINVAL;
+	}
+	if (c->path == PATH_KERNEL && !kernel_can(c->wl)) {
+		fprintf(stderr, "pmidx-bench: the kernel path runs load, insert, update, C and delete only\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "path", 1, NULL, 'p' }, { "engine", 1, NULL, 'e' },
-		{ "workload", 1, NULL, 'w' }, { "keys", 1, NULL, 'k' },
-		{ "ops", 1, NULL, 'o' }, { "threads", 1, NULL, 't' },
-		{ "value-size", 1, NULL, 'v' }, { "json", 1, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct opts o = { .engine = "ccl", .workload = "C", .keys = 100000,
-			  .threads = 1, .vsize = 8 };
-	struct result res[2];
-	struct pmidx_pool *pool;
-	struct pmidx_index *idx;
-	double restart = -1, recovery = -1;
-	char crash[4200];
-	int c, ret, nres = 0, i;
+	static struct bench_report rep[MAX_CONFIGS];
+	struct options o = { .base = {
+		.path = PATH_IOCTL, .target = DEFAULT_DEV, .engine = "ccl",
+		.index = BENCH_INDEX, .wl = WL_C, .theta = 0.99,
+		.keys = 100000, .threads = 1, .qd = 16, .batch = 1,
+		.key_size = PMIDX_U64_KEY_LEN, .value_size = 8, .seed = 1,
+		.create = true, .load = true,
+	} };
+	int i, n, ret;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o.inproc = !strncmp(optarg, "inproc:", 7);
-			o.path = o.inproc ? optarg + 7 :
-				 !strncmp(optarg, "ioctl:", 6) ? optarg + 6 :
-				 "/dev/pmidx0";
-			if (!o.inproc && strncmp(optarg, "ioctl", 5))
-				usage();
-			break;
-		case 'e': o.engine = optarg; break;
-		case 'w': o.workload = optarg; break;
-		case 'k': o.keys = strtoull(optarg, NULL, 0); break;
-		case 'o': o.ops = strtoull(optarg, NULL, 0); break;
-		case 't': o.threads = atoi(optarg); break;
-		case 'v': o.vsize = atoi(optarg); break;
-		case 'j': o.json = optarg; break;
-		default: usage();
-		}
+	if (parse_options(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
 	}
-	if (!o.path || !o.keys || !o.threads || o.vsize > 65536)
-		usage();
-	if (!o.ops)
-		o.ops = o.keys;
-
-	/* setup: a fresh index named bench-ENGINE */
-	if (o.inproc) {
-		if (sh("build/user/pmidx-poolfile format %s 4G --force >/dev/null && "
-		       "build/user/pmidx-poolfile create-index %s bench --engine %s >/dev/null",
-		       o.path, o.path, o.engine))
-			return 1;
-	} else {
-		sh("build/bin/pmidxctl drop-index bench >/dev/null 2>&1%s%s%s", "", "", "");
-		if (sh("build/bin/pmidxctl create-index bench --engine %s >/dev/null%s%s",
-		       o.engine, "", ""))
+	n = o.nspecs ? o.nspecs : 1;
+	for (i = 0; i < n; i++) {
+		rep[i].cfg = o.base;
+		if (o.nspecs && apply_spec(&rep[i].cfg, o.specs[i]))
+			return 2;
+		if (!rep[i].cfg.ops)
+			rep[i].cfg.ops = rep[i].cfg.keys;
+		if (check_cfg(&rep[i].cfg))
+			return 2;
+	}
+	for (i = 0; i < n; i++) {
+		if (o.nspecs && isatty(STDERR_FILENO))
+			fprintf(stderr, "[%d/%d] %s\n", i + 1, n, rep[i].cfg.label);
+		ret = run_config(&rep[i]);
+		if (ret)
 			return 1;
 	}
-	ret = pmidx_pool_open(o.path, 0, &pool);
-	if (!ret)
-		ret = pmidx_index_open(pool, "bench", &idx);
-	if (ret) {
-		fprintf(stderr, "pmidx-bench: %s: %s\n", o.path, pmidx_strerror(ret));
-		return 1;
-	}
-	ret = run(idx, &o, "load", o.keys, &res[nres++]);
-	if (!ret && strcmp(o.workload, "load"))
-		ret = run(idx, &o, o.workload, o.ops, &res[nres++]);
-	if (ret) {
-		fprintf(stderr, "pmidx-bench: %s\n", pmidx_strerror(ret));
-		return 1;
-	}
-	if (o.inproc) {
-		/* a copy of the attached file is what a power cut leaves */
-		snprintf(crash, sizeof(crash), "%s.crash", o.path);
-		sh("cp --sparse=always %s %s%s", o.path, crash, "");
-	}
-	pmidx_index_close(idx);
-	pmidx_pool_close(pool);
-	if (o.inproc) {
-		restart = open_time(o.path);
-		recovery = open_time(crash);
-		unlink(crash);
-	}
-
-	printf("pmidx-bench: %s engine %s, %u thread(s), %" PRIu64 " keys, %u-byte values\n",
-	       o.inproc ? "inproc" : "ioctl", o.engine, o.threads, o.keys, o.vsize);
-	for (i = 0; i < nres; i++)
-		print_result(&res[i]);
-	if (o.inproc)
-		printf("restart after clean close %.1f ms, recovery of a crash image %.1f ms\n",
-		       restart, recovery);
+	bench_print_table(rep, n);
 	if (o.json) {
-		FILE *f = fopen(o.json, "w");
-
-		if (!f)
+		ret = bench_write_json(o.json, rep, n, o.nspecs > 0);
+		if (ret) {
+			fprintf(stderr, "pmidx-bench: %s: %s\n", o.json, strerror(-ret));
 			return 1;
-		fprintf(f, "{\"path\":\"%s\",\"engine\":\"%s\",\"threads\":%u,\"keys\":%" PRIu64
-			",\"value_size\":%u,\"restart_ms\":%.3f,\"recovery_ms\":%.3f,\"results\":[",
-			o.inproc ? "inproc" : "ioctl", o.engine, o.threads, o.keys,
-			o.vsize, restart, recovery);
-		for (i = 0; i < nres; i++)
-			fprintf(f, "%s{\"workload\":\"%s\",\"ops\":%" PRIu64 ",\"secs\":%.6f,"
-				"\"mops\":%.6f,\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
-				",\"p999_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
-				i ? "," : "", res[i].what, res[i].ops, res[i].secs,
-				res[i].mops, res[i].p50, res[i].p99, res[i].p999, res[i].max);
-		fprintf(f, "]}\n");
-		fclose(f);
+		}
 	}
 	return 0;
 }
