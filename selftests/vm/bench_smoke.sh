@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# pmidx-bench through every path, small and quick: one guest runs compare
+# mode over ioctl, uring (qd 1, qd 16, BATCHes), ioctl BATCHes and the
+# kernel path (sample client), each workload on both engines, and the
+# inproc path runs on the host; the JSON must hold every configuration
+# with every operation done and none failed.
+# Prints KTAP lines and a final "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+B=build/bin/pmidx-bench
+CTL=build/bin/pmidxctl
+OUT=build/vm/bench_smoke
+KEYS=3000
+rm -rf "$OUT" && mkdir -p "$OUT"
+. selftests/vm/lib.sh
+
+# every run of FILE did all its operations without an error
+all_done() {
+	json "$1" "len(j['runs']) == $2 and all(x['errors'] == 0 and x['ops'] > 0 \
+		for r in j['runs'] for x in r['results'])"
+}
+
+echo "TAP version 13"
+echo "1..6"
+
+tools/pmidx-vm --quiet --pmem "$OUT/pmem.img:256M" --log "$OUT/dmesg.log" -- sh -c "
+	$CTL format --force /dev/pmem0 >/dev/null && $CTL attach /dev/pmem0 >/dev/null || exit 1
+	insmod samples/pmidx_dentry/pmidx_dentry.ko || exit 1
+	for e in ccl utree; do
+		$B --keys $KEYS --engine \$e --workload C --json $OUT/C-\$e.json --compare \
+			path=ioctl path=uring,qd=1 path=uring,qd=16 path=uring,qd=16,batch=16 \
+			path=ioctl,batch=16 path=kernel || exit 1
+		$B --keys $KEYS --engine \$e --threads 2 --dist zipfian --json $OUT/mix-\$e.json \
+			--compare path=uring,workload=A path=uring,workload=B,batch=4 \
+			path=uring,workload=E,batch=8 path=ioctl,workload=E \
+			path=uring,workload=insert,key-size=40,value-size=200 \
+			path=uring,workload=delete path=kernel,workload=update \
+			path=kernel,workload=delete || exit 1
+	done
+	rmmod pmidx_dentry" >"$OUT/guest.out" 2>&1
+ok $? "guest: compare runs over ioctl, uring, BATCH and kernel paths"
+
+for e in ccl utree; do
+	all_done "$OUT/C-$e.json" 6
+	ok $? "$e: C on 6 configurations, every op done, no errors"
+	all_done "$OUT/mix-$e.json" 8
+	ok $? "$e: A, B, E, insert, delete, update on 8 configurations"
+done
+
+$B --path "inproc:$OUT/pool" --keys $KEYS --workload E --dist zipfian --json "$OUT/inproc.json" \
+	--compare workload=E workload=A,threads=2 >"$OUT/inproc.out" 2>&1 &&
+	all_done "$OUT/inproc.json" 2 && json "$OUT/inproc.json" "j['runs'][0]['recovery_ms'] > 0"
+ok $? "inproc: E and A on a pool file, restart and recovery measured"
+rm -f "$OUT/pool" "$OUT/pmem.img"
+
+summary
