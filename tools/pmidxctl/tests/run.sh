@@ -21,8 +21,10 @@ CFLAGS="-O2 -g -Wall -Wextra -Werror -I uapi"
 NL_CFLAGS=$(pkg-config --cflags libnl-genl-3.0)
 NL_LIBS=$(pkg-config --libs libnl-genl-3.0)
 T=tools/pmidxctl
-# data.c's subcommands use libpmidx: its sources are built in
+# data.c's subcommands use libpmidx: its sources are built in (its rings
+# need liburing)
 LIB="-I libpmidx/include libpmidx/src/*.c"
+NL_LIBS="$NL_LIBS -luring"
 pass=0
 fail=0
 
