@@ -262,6 +262,7 @@ static int batch_fill(struct pmidx_ring *r, struct ring_slot *s,
 		return ret;
 	pmidx_batch_cmd(&s->cmd, s->ents, n);
 	s->reqs = reqs;
+	s->nreqs = n;
 	return 0;
 }
 
@@ -295,7 +296,7 @@ int pmidx_ring_submit(struct pmidx_ring *r)
 /* The completion of a BATCH: outputs into the caller's requests. */
 static void batch_finish(struct ring_slot *s, int ret)
 {
-	unsigned int i, n = s->cmd.count;
+	unsigned int i, n = s->nreqs;
 
 	if (ret) {
 		pmidx_reqs_refused(s->reqs, n, ret, s->cmd.result);

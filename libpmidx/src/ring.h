@@ -28,7 +28,8 @@ struct ring_slot {
 	struct pmidx_cmd	cmd;
 	pmidx_done_fn		done;
 	void			*user_data;
-	struct pmidx_req	*reqs;		/* BATCH: the caller's requests */
+	struct pmidx_req	*reqs;		/* BATCH: the caller's requests, */
+	unsigned int		nreqs;		/* ... how many */
 	struct pmidx_cmd	*ents;		/* BATCH: entry array ... */
 	unsigned int		ents_cap;	/* ... and its capacity */
 	struct pmidx_completion	c;
