@@ -272,7 +272,8 @@ static int parse_options(int argc, char **argv, struct options *o)
  * Run a helper tool quietly: @rel if absolute, else @rel next to our own
  * binary, unless the environment variable @env names another.
  */
-static int tool(const char *env, const char *rel, const char *const *args)
+static int tool(const char *env, const char *rel, const char *const *args,
+		bool quiet)
 {
 	char self[PATH_MAX], exe[PATH_MAX + 32], *argv[16];
 	posix_spawn_file_actions_t fa;
@@ -297,6 +298,9 @@ static int tool(const char *env, const char *rel, const char *const *args)
 	argv[i + 1] = NULL;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+						 O_WRONLY, 0);
 	i = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (i)
@@ -306,9 +310,9 @@ static int tool(const char *env, const char *rel, const char *const *args)
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EIO;
 }
 
-static int ctl(const char *const *args)
+static int ctl(const char *const *args, bool quiet)
 {
-	return tool("PMIDX_CTL", "pmidxctl", args);
+	return tool("PMIDX_CTL", "pmidxctl", args, quiet);
 }
 
 /* A fresh, empty index: a new pool file, or the index dropped and made. */
@@ -322,16 +326,16 @@ static int setup_index(const struct bench_cfg *c)
 		const char *mk[] = { "create-index", c->target, c->index,
 				     "--engine", c->engine, NULL };
 
-		if (tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", fmt))
+		if (tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", fmt, false))
 			return -EIO;
-		return tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", mk);
+		return tool("PMIDX_POOLFILE", "../user/pmidx-poolfile", mk, false);
 	} else {
 		const char *drop[] = { "drop-index", c->index, "--pool", pool, NULL };
 		const char *mk[] = { "create-index", c->index, "--engine",
 				     c->engine, "--pool", pool, NULL };
 
-		ctl(drop);
-		return ctl(mk);
+		ctl(drop, true);	/* there may be none yet */
+		return ctl(mk, false);
 	}
 }
 
@@ -374,7 +378,7 @@ static void inproc_copy(const struct bench_cfg *c, char *crash, size_t len)
 	const char *cp[] = { "--sparse=always", c->target, crash, NULL };
 
 	snprintf(crash, len, "%s.crash", c->target);
-	if (tool(NULL, "/bin/cp", cp)) {
+	if (tool(NULL, "/bin/cp", cp, false)) {
 		fprintf(stderr, "pmidx-bench: cannot copy %s\n", c->target);
 		crash[0] = 0;
 	}
