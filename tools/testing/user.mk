@@ -20,6 +20,9 @@
 #   user-tools         build/user/pmidx-poolfile, build/user/pmidx-xpline,
 #                      build/user/libpmidx-user.a (core + engines + shim +
 #                      pool files + crash simulator + XPLine model)
+#   user-measure       build/user/pmidx-xpline-engines (XPLine model on the
+#                      engines, uniform/zipfian upserts) and
+#                      build/user/pmidx-recovery-time
 #
 # Knobs: USER_CLANG (clang binary, empty to use $(CC) everywhere),
 # USER_SUITES (what check-user-suites runs), USER_FUZZ_TIME (seconds,
@@ -143,6 +146,25 @@ $(UB)/pmidx-%: $(UB)/plain/obj/tools/testing/pmidx-%.o $(UB)/plain/libpmidx-user
 
 $(UB)/libpmidx-user.a: $(UB)/plain/libpmidx-user.a
 	@cp $< $@
+
+# Measurement tools on the real engines (docs/measurements/): the XPLine
+# model under ccl/utree upserts (selftests/user/ccl-xpline.c, zipfian keys
+# from tools/bench/zipf.c) and attach/recovery times of pool files
+# (selftests/user/recovery-time.c). Not part of user-tools.
+USER_MEASURE	:= $(UB)/pmidx-xpline-engines $(UB)/pmidx-recovery-time
+
+$(UB)/pmidx-xpline-engines: $(UB)/plain/obj/selftests/user/ccl-xpline.o \
+		$(UB)/plain/obj/tools/bench/zipf.o $(UB)/plain/libpmidx-user.a
+	@echo "  LD      $@"
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -lm -o $@
+
+$(UB)/pmidx-recovery-time: $(UB)/plain/obj/selftests/user/recovery-time.o \
+		$(UB)/plain/libpmidx-user.a
+	@echo "  LD      $@"
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -o $@
+
+.PHONY: user-measure
+user-measure: $(USER_MEASURE)
 
 # ---- fuzzing ----------------------------------------------------------------
 
