@@ -294,8 +294,8 @@ int pmidx_ring_scan(struct pmidx_ring *ring, struct pmidx_index *idx,
  * submission queue entry. Outputs are written into @reqs before the
  * completion is delivered; its count := requests that failed, its res
  * is 0 unless the kernel refused the whole batch (then no request ran:
- * each res is -ECANCELED, or the error for the malformed request when
- * the ring is synchronous and knows which it was).
+ * each res is -ECANCELED, except the malformed request's, which holds
+ * the error; the kernel reports its position on both paths).
  */
 int pmidx_ring_batch(struct pmidx_ring *ring, struct pmidx_req *reqs,
 		     unsigned int n, pmidx_done_fn done, void *user_data);

@@ -49,8 +49,8 @@ static void uring_outputs(struct pmidx_cmd *c, int res, uint64_t big)
 		}
 		break;
 	case PMIDX_OP_BATCH:
-		/* on refusal the kernel does not say which entry it was */
-		c->result = res >= 0 ? big : UINT64_MAX;
+		/* failed entries, or on refusal the malformed entry's position */
+		c->result = big;
 		break;
 	}
 }

@@ -446,8 +446,8 @@ TEST_F(async, batch_refused)
 	ASSERT_EQ(PMIDX_REQ_BATCH, c.type);
 	EXPECT_EQ(-ECANCELED, q[0].res);
 	EXPECT_EQ(-ECANCELED, q[2].res);
-	/* over io_uring the kernel does not report the position */
-	EXPECT_EQ(variant->sync ? -EINVAL : -ECANCELED, q[1].res);
+	/* both paths report which entry was malformed */
+	EXPECT_EQ(-EINVAL, q[1].res);
 	pmidx_ring_close(r);
 	ASSERT_EQ(-ENOENT, get_is(self->idx, 5));
 	ASSERT_EQ(0, count_keys(self));
