@@ -32,43 +32,10 @@
 #include "pmidx_nl.h"
 #include "pmidx_data.h"
 #include "uring_path.h"
+#include "pmem_dev.h"
 
 #define INDEX_NAME	"async"
 #define VAL_LEN		16
-
-static char big_dev[32];
-
-static const char *dev(void)
-{
-	unsigned long long size, best = 0;
-	char path[64];
-	FILE *f;
-	int i;
-
-	if (getenv("PMIDX_DEV"))
-		return getenv("PMIDX_DEV");
-	for (i = 0; !big_dev[0] && i < 8; i++) {
-		snprintf(path, sizeof(path), "/sys/block/pmem%d/size", i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%llu", &size) == 1 && size > best) {
-			best = size;
-			snprintf(big_dev, sizeof(big_dev), "/dev/pmem%d", i);
-		}
-		fclose(f);
-	}
-	return big_dev;
-}
-
-static void detach_all(struct nl *nl)
-{
-	struct pool_info p;
-
-	while (!pm_stats(nl, NULL, &p) && p.id >= 0)
-		if (pm_detach(nl, p.name))
-			break;
-}
 
 /* Key @i: big-endian u64; its value: 16 bytes that name it. */
 static void key_of(uint64_t i, uint8_t k[8])

@@ -26,48 +26,15 @@
 #include "pmidx_nl.h"
 #include "pmidx_data.h"
 #include "uring_path.h"
+#include "pmem_dev.h"
 
 #define INDEX_NAME	"data"
-
-static char big_dev[32];
-
-static const char *dev(void)
-{
-	unsigned long long size, best = 0;
-	char path[64];
-	FILE *f;
-	int i;
-
-	if (getenv("PMIDX_DEV"))
-		return getenv("PMIDX_DEV");
-	for (i = 0; !big_dev[0] && i < 8; i++) {
-		snprintf(path, sizeof(path), "/sys/block/pmem%d/size", i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fscanf(f, "%llu", &size) == 1 && size > best) {
-			best = size;
-			snprintf(big_dev, sizeof(big_dev), "/dev/pmem%d", i);
-		}
-		fclose(f);
-	}
-	return big_dev;
-}
 
 static uint64_t test_seed(void)
 {
 	const char *s = getenv("PMIDX_SEED");
 
 	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
-}
-
-static void detach_all(struct nl *nl)
-{
-	struct pool_info p;
-
-	while (!pm_stats(nl, NULL, &p) && p.id >= 0)
-		if (pm_detach(nl, p.name))
-			break;
 }
 
 /* ---- reference ordered map ------------------------------------------ */
