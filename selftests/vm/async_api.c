@@ -456,28 +456,6 @@ static int raw_cmd(struct raw_ring *rr, uint32_t op, const struct pmidx_cmd *c,
 	return ret;
 }
 
-struct bad_mem {
-	uint8_t *rw;		/* page 0: read-write */
-	uint8_t *hole;		/* page 1: not mapped */
-	uint8_t *ro;		/* page 2: read-only */
-	size_t page;
-};
-
-static int bad_mem_map(struct bad_mem *m)
-{
-	m->page = getpagesize();
-	m->rw = mmap(NULL, 3 * m->page, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m->rw == MAP_FAILED)
-		return -errno;
-	m->hole = m->rw + m->page;
-	m->ro = m->rw + 2 * m->page;
-	memset(m->ro, 'r', m->page);
-	if (munmap(m->hole, m->page) || mprotect(m->ro, m->page, PROT_READ))
-		return -errno;
-	return 0;
-}
-
 /* @c with one change, sent as a raw SQE: expect @err */
 #define RAW(err, base, change) do {					\
 	struct pmidx_cmd __c = (base);					\

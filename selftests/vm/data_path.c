@@ -1370,29 +1370,6 @@ TEST_F(data, bad_commands)
 	ref_free(&before);
 }
 
-/* A page that is not mapped and one that is read-only. */
-struct bad_mem {
-	uint8_t *rw;		/* page 0: read-write */
-	uint8_t *hole;		/* page 1: not mapped */
-	uint8_t *ro;		/* page 2: read-only */
-	size_t page;
-};
-
-static int bad_mem_map(struct bad_mem *m)
-{
-	m->page = getpagesize();
-	m->rw = mmap(NULL, 3 * m->page, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m->rw == MAP_FAILED)
-		return -errno;
-	m->hole = m->rw + m->page;
-	m->ro = m->rw + 2 * m->page;
-	memset(m->ro, 'r', m->page);
-	if (munmap(m->hole, m->page) || mprotect(m->ro, m->page, PROT_READ))
-		return -errno;
-	return 0;
-}
-
 TEST_F(data, bad_pointers)
 {
 	static uint8_t out[4096];

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Shared by the data-path selftests: which pmem device to use, and a
- * clean slate of attached pools before each test.
+ * Shared by the data-path selftests: which pmem device to use, a clean
+ * slate of attached pools before each test, and memory for bad-pointer
+ * tests.
  */
 #ifndef PMIDX_SELFTEST_PMEM_DEV_H
 #define PMIDX_SELFTEST_PMEM_DEV_H
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include "pmidx_nl.h"
 
 /* $PMIDX_DEV, or the largest /dev/pmemN (looked up once). */
@@ -42,6 +48,29 @@ static inline void detach_all(struct nl *nl)
 	while (!pm_stats(nl, NULL, &p) && p.id >= 0)
 		if (pm_detach(nl, p.name))
 			break;
+}
+
+/* A page that is not mapped and one that is read-only. */
+struct bad_mem {
+	uint8_t *rw;		/* page 0: read-write */
+	uint8_t *hole;		/* page 1: not mapped */
+	uint8_t *ro;		/* page 2: read-only */
+	size_t page;
+};
+
+static inline int bad_mem_map(struct bad_mem *m)
+{
+	m->page = getpagesize();
+	m->rw = mmap(NULL, 3 * m->page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->rw == MAP_FAILED)
+		return -errno;
+	m->hole = m->rw + m->page;
+	m->ro = m->rw + 2 * m->page;
+	memset(m->ro, 'r', m->page);
+	if (munmap(m->hole, m->page) || mprotect(m->ro, m->page, PROT_READ))
+		return -errno;
+	return 0;
 }
 
 #endif /* PMIDX_SELFTEST_PMEM_DEV_H */
