@@ -78,6 +78,9 @@ USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 
 USER_VARIANTS	:= plain asan tsan fuzz replay
 
+# tests of every engine through the engine ops (selftests/user/test-NAME.c)
+USER_ENG_TESTS	:= engines lifetime
+
 # the engines' own crash tests: selftests/user/<engine>-crash.c
 USER_ENG_CRASH_ALL := $(filter-out test-crash,\
 		      $(patsubst selftests/user/%.c,%,$(wildcard selftests/user/*-crash.c)))
@@ -109,9 +112,10 @@ $(UB)/$(1)/libpmidx-core.a: $$(USER_COREOBJ_$(1))
 	@echo "  AR [$(1)] $$@"
 	@ar rcs $$@ $$^
 
-# test-engines and the engines' own crash tests (selftests/user/*-crash.c)
-# link the real engines
-$(UB)/$(1)/test-engines: $(UB)/$(1)/obj/selftests/user/test-engines.o $(UB)/$(1)/libpmidx-user.a
+# the engine tests ($(USER_ENG_TESTS)) and the engines' own crash tests
+# (selftests/user/*-crash.c) link the real engines
+$(USER_ENG_TESTS:%=$(UB)/$(1)/test-%): $(UB)/$(1)/test-%: $(UB)/$(1)/obj/selftests/user/test-%.o \
+		$(UB)/$(1)/libpmidx-user.a
 	@echo "  LD [$(1)] $$@"
 	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
 
