@@ -664,16 +664,11 @@ int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why)
 	return 0;
 }
 
-/**
- * pmidx_alloc_mark - recovery found a live object at @off
- *
- * Context: may run concurrently from parallel recovery workers.
- * Return: 0; -EUCLEAN if @off is not an object start or is referenced twice.
- */
-int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off)
+/* Return: 1 when this call marked @off, 0 when it was marked, -EUCLEAN. */
+static int mark_object(struct pmidx_alloc *a, u64 off)
 {
 	struct pmidx_chunk *c;
-	int ret = 0;
+	int ret = 1;
 	u32 slot;
 
 	c = object_chunk(a, off, &slot);
@@ -682,15 +677,42 @@ int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off)
 	spin_lock(&c->lock);
 	if (c->type == PMIDX_CHUNK_RUN) {
 		if (c->nr_used)
-			ret = -EUCLEAN;
+			ret = 0;
 		c->nr_used = 1;
 	} else if (__test_and_set_bit(slot, c->bitmap)) {
-		ret = -EUCLEAN;
+		ret = 0;
 	} else {
 		c->nr_used++;
 	}
 	spin_unlock(&c->lock);
 	return ret;
+}
+
+/**
+ * pmidx_alloc_mark - recovery found a live object at @off
+ *
+ * Context: may run concurrently from parallel recovery workers.
+ * Return: 0; -EUCLEAN if @off is not an object start or is referenced twice.
+ */
+int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off)
+{
+	return mark_object(a, off) == 1 ? 0 : -EUCLEAN;
+}
+
+/**
+ * pmidx_alloc_mark_named - recovery found a reference to @off that does
+ *                          not own it (a log entry: see core/wal.h)
+ *
+ * Such references may share an object with its owner or with each other,
+ * so marking twice is not an error here.
+ *
+ * Context: as pmidx_alloc_mark().
+ * Return: 1 when this call marked it, 0 when it was marked already,
+ * -EUCLEAN if @off is not an object start.
+ */
+int pmidx_alloc_mark_named(struct pmidx_alloc *a, u64 off)
+{
+	return mark_object(a, off);
 }
 
 /** pmidx_alloc_trace_end - everything not marked is free again */

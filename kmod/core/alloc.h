@@ -105,6 +105,7 @@ void pmidx_alloc_destroy(struct pmidx_alloc *a);
 int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why);
 int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why);
 int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off);
+int pmidx_alloc_mark_named(struct pmidx_alloc *a, u64 off);
 void pmidx_alloc_trace_end(struct pmidx_alloc *a);
 void pmidx_alloc_writeback(struct pmidx_alloc *a);
 void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);

@@ -4,7 +4,21 @@
  * in an 8-byte word). A blob is an allocator object holding
  * struct pmidx_blob and the bytes; engines store its pool offset as an
  * indirection word. Blobs are immutable: an update writes a new blob and
- * retires the old one through the pool's epochs.
+ * retires the old one.
+ *
+ * Lifetime rule. A freed blob keeps a valid-looking header until its
+ * slot is reused, and a reused one is a valid blob of someone else, so
+ * nothing that recovery reads may name a blob after it is freed:
+ *  - a blob no persistent structure has named yet (a failed write) is
+ *    freed at once with pmidx_free();
+ *  - a blob only persistent structures that stop naming it atomically
+ *    (a slot, a list node, then the commit store) and DRAM readers can
+ *    name is retired with pmidx_blob_retire() (epochs);
+ *  - a blob a log entry may name (it was ever logged, or an entry names
+ *    it through a slot it was copied from) is retired with
+ *    pmidx_wal_retire(), which holds it until no entry can name it (the
+ *    rule in core/wal.h), then retires it through the epochs.
+ * The blob header itself carries no generation: reuse rewrites it anyway.
  */
 #ifndef _PMIDX_BLOB_H
 #define _PMIDX_BLOB_H

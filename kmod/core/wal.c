@@ -5,16 +5,26 @@
  * Layout. The directory is one allocator object: a header and an array
  * of 8-byte slot words, each a chunk offset ORed with a state (wal.h).
  * Chunks are allocator objects (chunk_size, or 256 KiB when the pool is
- * short of space) holding back-to-back 24-byte entries from offset 0.
+ * short of space) holding back-to-back 32-byte entries from offset 0.
  * Every chunk the log holds, in use or free, is in the directory, so
  * recovery marks them all and nothing leaks.
  *
- * Entries. meta = ts (48 bits) | flags (4) | check (12), the check being a
- * hash of both payload words and the low 52 bits of meta. An entry is
- * written and persisted (flush + fence) before the append returns, under
- * its CPU's lock, so within a chunk the entries persist in order and at a
- * power cut only the last one can be torn. Replay reads a chunk from the
- * start until the first entry whose timestamp is 0 or whose check fails.
+ * Entries. 32 bytes at 32-byte offsets, so an entry lies in one cache
+ * line: w0, w1, check, then meta = ts (48 bits) | flags (4) | 0 (12),
+ * stored last with a compiler barrier before it. An entry is written and
+ * persisted (flush + fence) before the append returns, under its CPU's
+ * lock, so within a chunk the entries persist in order.
+ *
+ * Torn entries. Under ADR a dirty line may be written back at any time
+ * (eviction), holding some prefix of its stores in program order; 8-byte
+ * stores are never torn. The slot an append writes is durably zero
+ * before it starts (zero-ahead, below), so its meta word is non-zero on
+ * media only if the store of meta reached media, and then so did w0, w1
+ * and check, stored before it in the same line. A torn entry therefore
+ * reads as meta == 0: the end of the log. The check (a 64-bit hash of
+ * w0, w1 and meta) is not needed for that; it catches corruption, and an
+ * entry with a non-zero meta whose check or reserved bits are wrong
+ * makes replay refuse the log (-EUCLEAN) rather than drop what follows.
  *
  * Zero-ahead. A chunk may hold stale entries of an earlier use, each a
  * perfectly valid entry, so the end of the log must be marked: the entry
@@ -37,9 +47,19 @@
  * orders appends there (the lock is uncontended unless a task on that CPU
  * was preempted mid-append, which cannot happen as preemption is off).
  *
- * Locking: a CPU's lock, then wal->lock. Appends never sleep (they run
- * inside engines' epoch sections); recycle and reserve run in process
- * context (the GC kthread) and may sleep between chunks.
+ * Held objects (wal.h, "Lifetime rule"). pmidx_wal_retire() files an
+ * object in the newest block of @held whose recycle counts equal the
+ * current ones (else in a new block); a recycle of side s bumps
+ * recycled[s] once its chunks are durably FREE, then releases every block
+ * both of whose counts are now behind. An entry naming the object was
+ * appended before the retire, so it lies in a side that was not being
+ * recycled then (the caller of pmidx_wal_recycle() keeps appends off the
+ * side it recycles); the next completed recycle of each side removes it.
+ *
+ * Locking: a CPU's lock, then wal->lock; held_lock is innermost. Appends
+ * and retires never sleep (they run inside engines' epoch sections);
+ * recycle and reserve run in process context (the GC kthread) and may
+ * sleep between chunks.
  */
 #include <linux/bitmap.h>
 #include <linux/errno.h>
@@ -52,40 +72,46 @@
 
 #define SLOT_OFF_MASK	(~PMIDX_WAL_SLOT_STATE)
 #define AHEAD		(3 * PMIDX_WAL_ENT_SIZE)	/* entry + 2 slots */
-#define REPLAY_BLOCK	(PMIDX_WAL_ENT_SIZE * 170)
+#define REPLAY_BLOCK	(PMIDX_WAL_ENT_SIZE * 128)
 
-static u64 ent_check(u64 w0, u64 w1, u64 m52)
+/* A 64-bit mix of the entry (never 0, so a zeroed entry fails it too). */
+static u64 ent_check(u64 w0, u64 w1, u64 meta)
 {
 	u64 h = w0 * 0x9e3779b97f4a7c15ULL;
 
 	h ^= (w1 + 0x632be59bd9b4e019ULL) * 0xc2b2ae3d27d4eb4fULL;
-	h ^= m52 * 0x165667b19e3779f9ULL;
 	h ^= h >> 29;
+	h ^= meta * 0x165667b19e3779f9ULL;
 	h *= 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 32;
-	return h & 0xfff;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	return h | 1;
 }
 
-static u64 ent_meta(u64 w0, u64 w1, u64 ts, u8 flags)
+static u64 ent_meta(u64 ts, u8 flags)
 {
-	u64 m52 = ts | (u64)(flags & 0xf) << PMIDX_WAL_TS_BITS;
-
-	return m52 | ent_check(w0, w1, m52) << 52;
+	return ts | (u64)(flags & 0xf) << PMIDX_WAL_FLAGS_SHIFT;
 }
 
-/* Return: the entry's timestamp, or 0 when it is not a valid entry. */
-static u64 ent_valid(const struct pmidx_wal_ent *e, struct pmidx_wal_rec *r)
+/*
+ * Decode the entry at @e. Return: 1 valid, 0 the end of the log (meta is
+ * zero: never written, or its append did not complete), -EUCLEAN corrupt.
+ */
+static int ent_decode(const struct pmidx_wal_ent *e, struct pmidx_wal_rec *r)
 {
 	u64 meta = le64_to_cpu(e->meta);
-	u64 m52 = meta & ((1ULL << 52) - 1);
 
+	if (!meta)
+		return 0;
 	r->w0 = le64_to_cpu(e->w0);
 	r->w1 = le64_to_cpu(e->w1);
 	r->ts = meta & PMIDX_WAL_TS_MAX;
-	r->flags = (meta >> PMIDX_WAL_TS_BITS) & 0xf;
-	if (!r->ts || ent_check(r->w0, r->w1, m52) != meta >> 52)
-		return 0;
-	return r->ts;
+	r->flags = (meta >> PMIDX_WAL_FLAGS_SHIFT) & 0xf;
+	if (!r->ts || (meta & PMIDX_WAL_META_RSVD) ||
+	    le64_to_cpu(e->check) != ent_check(r->w0, r->w1, meta))
+		return -EUCLEAN;
+	return 1;
 }
 
 static void slot_set(struct pmidx_wal *w, u32 slot, u64 word)
@@ -111,6 +137,7 @@ u64 pmidx_wal_format(struct pmidx_pool *pool)
 	memset(d, 0, PMIDX_WAL_DIR_SIZE);
 	d->magic = cpu_to_le64(PMIDX_WAL_DIR_MAGIC);
 	d->nslots = cpu_to_le32(PMIDX_WAL_NSLOTS);
+	d->version = cpu_to_le32(PMIDX_WAL_VERSION);
 	pmidx_persist(&pool->pm, d, PMIDX_WAL_DIR_SIZE);
 	return off;
 }
@@ -210,6 +237,7 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 	struct pmidx_wal_chunk *c;
 	struct pmidx_wal_cpu *pc;
 	struct pmidx_wal_ent *e;
+	u64 meta;
 	int ret = 0;
 
 	if (WARN_ON_ONCE(!ts || side > 1))
@@ -228,9 +256,13 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		}
 	}
 	e = pmidx_ptr(&w->pool->pm, c->off + c->used);
+	meta = ent_meta(ts, flags);
 	e->w0 = cpu_to_le64(w0);
 	e->w1 = cpu_to_le64(w1);
-	WRITE_ONCE(e->meta, cpu_to_le64(ent_meta(w0, w1, ts, flags)));
+	e->check = cpu_to_le64(ent_check(w0, w1, meta));
+	/* meta is the commit: stored after the rest of the entry */
+	barrier();
+	WRITE_ONCE(e->meta, cpu_to_le64(meta));
 	if (c->used + AHEAD <= c->size) {
 		/* zero-ahead: slot i + 2, persisted with entry i */
 		memset(e + 2, 0, sizeof(*e));
@@ -266,12 +298,45 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 	kfree(c);
 }
 
+/* Move the held blocks whose counts are both behind onto @out. */
+static void held_take_released(struct pmidx_wal *w, struct list_head *out)
+{
+	struct pmidx_wal_held *b, *tmp;
+
+	lockdep_assert_held(&w->held_lock);
+	list_for_each_entry_safe(b, tmp, &w->held, node) {
+		/* counts only grow and blocks are in order: stop at the first */
+		if (b->recycled[0] >= w->recycled[0] ||
+		    b->recycled[1] >= w->recycled[1])
+			break;
+		list_move_tail(&b->node, out);
+	}
+}
+
+static void held_release(struct pmidx_wal *w, struct list_head *list)
+{
+	struct pmidx_alloc *a = &w->pool->alloc;
+	struct pmidx_wal_held *b, *tmp;
+	u32 i;
+
+	list_for_each_entry_safe(b, tmp, list, node) {
+		for (i = 0; i < b->n; i++) {
+			atomic64_sub(pmidx_alloc_size(a, b->off[i]), &w->held_bytes);
+			w->release(w->release_ctx, b->off[i]);
+		}
+		list_del(&b->node);
+		kfree(b);
+		cond_resched();
+	}
+}
+
 /**
  * pmidx_wal_recycle - drop every chunk of @side and reuse them
  *
  * The caller guarantees that nothing in @side is needed any more and that
  * no append to @side runs or will run until the side is reused (appends
- * to the other side go on meanwhile).
+ * to the other side go on meanwhile). Objects held by pmidx_wal_retire()
+ * that no entry can name any more are released.
  *
  * Context: process context; sleeps.
  */
@@ -279,6 +344,7 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 {
 	struct pmidx_wal_chunk *c, *tmp;
 	LIST_HEAD(list);
+	LIST_HEAD(released);
 	int cpu;
 
 	for_each_possible_cpu(cpu) {
@@ -299,6 +365,59 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 		chunk_release(w, c);
 		cond_resched();
 	}
+
+	/* every chunk of the side is durably FREE: its entries are gone */
+	spin_lock(&w->held_lock);
+	w->recycled[side]++;
+	held_take_released(w, &released);
+	spin_unlock(&w->held_lock);
+	held_release(w, &released);
+}
+
+/**
+ * pmidx_wal_retire - free @off once no entry of the log can name it
+ *
+ * The object is held until both sides have been recycled, then handed to
+ * the release callback given at open (wal.h, "Lifetime rule"). The caller
+ * guarantees that no entry naming @off is appended after this call.
+ * Without memory for the bookkeeping the object is abandoned: it stays
+ * allocated and the pool's next attach traces, which finds it again.
+ *
+ * Context: any; does not sleep.
+ */
+void pmidx_wal_retire(struct pmidx_wal *w, u64 off)
+{
+	struct pmidx_wal_held *b, *nb = NULL;
+	size_t size = pmidx_alloc_size(&w->pool->alloc, off);
+
+	for (;;) {
+		spin_lock(&w->held_lock);
+		b = list_empty(&w->held) ? NULL :
+			list_last_entry(&w->held, struct pmidx_wal_held, node);
+		if (b && b->n < PMIDX_WAL_HELD_BLOCK &&
+		    b->recycled[0] == w->recycled[0] &&
+		    b->recycled[1] == w->recycled[1])
+			break;
+		if (nb) {
+			nb->recycled[0] = w->recycled[0];
+			nb->recycled[1] = w->recycled[1];
+			list_add_tail(&nb->node, &w->held);
+			b = nb;
+			nb = NULL;
+			break;
+		}
+		spin_unlock(&w->held_lock);
+		nb = kmalloc(sizeof(*nb), GFP_ATOMIC);
+		if (!nb) {
+			WRITE_ONCE(w->abandoned, true);
+			return;
+		}
+		nb->n = 0;
+	}
+	b->off[b->n++] = off;
+	atomic64_add(size, &w->held_bytes);
+	spin_unlock(&w->held_lock);
+	kfree(nb);
 }
 
 /**
@@ -382,8 +501,7 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 
 /**
  * pmidx_wal_open - open the log whose directory is at @dir_off
- * @trace: recovery trace: mark the directory and every chunk
- * @chunk_size: size of chunks allocated from now on
+ * @cfg: chunk size, recovery trace, the release callback (wal.h)
  *
  * Chunks in use are sealed: appends go to new chunks, and the chunks are
  * scanned by pmidx_wal_replay() and then belong to side 0.
@@ -391,9 +509,10 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
  * Context: process context (attach); does not allocate from the pool.
  * Return: 0, -EUCLEAN on a corrupt directory, -ENOMEM, -EIO.
  */
-int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off, bool trace,
-		   u32 chunk_size, struct pmidx_wal **out)
+int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
+		   const struct pmidx_wal_cfg *cfg, struct pmidx_wal **out)
 {
+	bool trace = cfg->trace;
 	struct pmidx_alloc *a = &pool->alloc;
 	struct pmidx_wal_dir hdr;
 	struct pmidx_wal *w;
@@ -411,8 +530,13 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off, bool trace,
 	w->dir_off = dir_off;
 	w->dir = pmidx_ptr(&pool->pm, dir_off);
 	w->nslots = PMIDX_WAL_NSLOTS;
-	w->chunk_size = max(round_up(chunk_size, PMIDX_MIN_OBJ),
+	w->chunk_size = max(round_up(cfg->chunk_size, PMIDX_MIN_OBJ),
 			    PMIDX_WAL_MIN_CHUNK);
+	w->release = cfg->release;
+	w->release_ctx = cfg->ctx;
+	spin_lock_init(&w->held_lock);
+	INIT_LIST_HEAD(&w->held);
+	atomic64_set(&w->held_bytes, 0);
 	w->max_free = clamp(num_online_cpus(), 2U, 8U);
 	spin_lock_init(&w->lock);
 	INIT_LIST_HEAD(&w->free);
@@ -434,8 +558,15 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off, bool trace,
 		goto err;
 	ret = -EUCLEAN;
 	if (le64_to_cpu(hdr.magic) != PMIDX_WAL_DIR_MAGIC ||
-	    le32_to_cpu(hdr.nslots) != PMIDX_WAL_NSLOTS)
+	    le32_to_cpu(hdr.nslots) != PMIDX_WAL_NSLOTS) {
+		pr_err("pmidx: log directory at %#llx is corrupt\n", dir_off);
 		goto err;
+	}
+	if (le32_to_cpu(hdr.version) != PMIDX_WAL_VERSION) {
+		pr_err("pmidx: log format %u is not supported (want %u)\n",
+		       le32_to_cpu(hdr.version), PMIDX_WAL_VERSION);
+		goto err;
+	}
 	for (i = 0; i < w->nslots; i++) {
 		__le64 word;
 
@@ -482,7 +613,13 @@ static int replay_chunk(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 		if (ret)
 			return ret;
 		for (i = 0; i < n; i += PMIDX_WAL_ENT_SIZE) {
-			if (!ent_valid((void *)(buf + i), &rec))
+			ret = ent_decode((void *)(buf + i), &rec);
+			if (ret < 0) {
+				pr_err("pmidx: log chunk %#llx: entry at %u is corrupt\n",
+				       c->off, pos);
+				return ret;
+			}
+			if (!ret)
 				goto end;
 			ret = rc->fn(rc->ctx, worker, &rec);
 			if (ret)
@@ -520,7 +657,8 @@ static int replay_worker(void *arg, unsigned int worker)
  * Only right after pmidx_wal_open(). Entries come in no particular order.
  *
  * Context: process context; sleeps.
- * Return: 0, the first error of @fn, -EIO on a media error.
+ * Return: 0, the first error of @fn, -EIO on a media error, -EUCLEAN on
+ * a corrupt entry.
  */
 int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
 		     int (*fn)(void *ctx, unsigned int worker,
@@ -547,26 +685,55 @@ int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
 	return ret;
 }
 
-/* Forget the DRAM state; the log stays on media as it is. */
-void pmidx_wal_close(struct pmidx_wal *w)
+static void held_free_dram(struct pmidx_wal *w)
 {
-	if (w)
-		wal_free_dram(w);
+	struct pmidx_wal_held *b, *tmp;
+
+	list_for_each_entry_safe(b, tmp, &w->held, node)
+		kfree(b);
+	INIT_LIST_HEAD(&w->held);
 }
 
 /**
- * pmidx_wal_destroy - free every chunk and the directory, then close
+ * pmidx_wal_close - forget the DRAM state; the log stays on media as it is
+ *
+ * Objects still held (or abandoned) stay allocated; the pool's next
+ * attach traces, which finds them again (wal.h, "Lifetime rule").
+ *
+ * Context: the pool's detach (pool->lock held) or an attach that failed.
+ */
+void pmidx_wal_close(struct pmidx_wal *w)
+{
+	if (!w)
+		return;
+	if (!list_empty(&w->held) || READ_ONCE(w->abandoned))
+		w->pool->needs_trace = true;
+	held_free_dram(w);
+	wal_free_dram(w);
+}
+
+/**
+ * pmidx_wal_destroy - free every chunk, held object and the directory,
+ *                     then close
  *
  * Context: the log's owner is unreachable on media already.
  */
 void pmidx_wal_destroy(struct pmidx_wal *w)
 {
+	struct pmidx_wal_held *b;
 	struct pmidx_alloc *a;
 	u32 i;
 
 	if (!w)
 		return;
 	a = &w->pool->alloc;
+	list_for_each_entry(b, &w->held, node)
+		for (i = 0; i < b->n; i++)
+			pmidx_free(a, b->off[i]);
+	held_free_dram(w);
+	/* an abandoned object is found by the next attach's trace */
+	if (READ_ONCE(w->abandoned))
+		w->pool->needs_trace = true;
 	for (i = 0; i < w->nslots; i++) {
 		if (!test_bit(i, w->slot_map))
 			continue;

@@ -9,8 +9,28 @@
  * write a fresh side while the old one is still the backup, then recycle
  * the old side as a whole.
  *
- * An entry is 24 bytes: two 8-byte payload words and a meta word holding a
- * 48-bit timestamp, 4 engine flag bits and a 12-bit check over the entry.
+ * An entry is 32 bytes, aligned to 32 so that it never straddles a cache
+ * line: two 8-byte payload words, a 64-bit check over the entry, and the
+ * meta word (48-bit timestamp, 4 engine flag bits) stored last. A line
+ * persists as a prefix of its stores in program order, so a non-zero meta
+ * word on media means the whole entry is there: a torn entry cannot be
+ * read as valid (wal.c, "Entries"). The check only catches corruption.
+ *
+ * Lifetime rule for the objects an entry names. Entries refer to other
+ * pool objects (an engine's blobs) by offset, and recovery decodes every
+ * entry of a side until that side is recycled. So an object that an entry
+ * may name must stay allocated and unchanged until every side that may
+ * hold such an entry has been recycled; freed earlier, it could be reused
+ * and a stale entry would decode someone else's bytes as live data.
+ * Engines therefore never free such an object directly: they hand it to
+ * pmidx_wal_retire(), which holds it until both sides have been recycled
+ * since the call and then passes it to the engine's @release callback
+ * (which retires it through the epochs, for DRAM readers). After a crash
+ * the held set is lost with DRAM: recovery must find it again by marking,
+ * with pmidx_alloc_mark_named(), every object the sealed entries name and
+ * nothing else owns, and handing those to pmidx_wal_retire() again. A
+ * log closed with objects still held marks its pool for a recovery trace
+ * at the next attach, which finds them that way.
  */
 #ifndef _PMIDX_WAL_H
 #define _PMIDX_WAL_H
@@ -22,6 +42,7 @@
 #include "pool.h"
 
 #define PMIDX_WAL_DIR_MAGIC	0x5249444c41575850ULL	/* "PXWALDIR" */
+#define PMIDX_WAL_VERSION	2	/* 2: 32-byte line-aligned entries */
 #define PMIDX_WAL_DIR_SIZE	16384
 #define PMIDX_WAL_DIR_HDR	64
 #define PMIDX_WAL_NSLOTS	((PMIDX_WAL_DIR_SIZE - PMIDX_WAL_DIR_HDR) / 8)
@@ -33,15 +54,17 @@
 #define PMIDX_WAL_SLOT_SIDE0	2	/* in use by side 0 */
 #define PMIDX_WAL_SLOT_SIDE1	3	/* in use by side 1 */
 
-#define PMIDX_WAL_ENT_SIZE	24
+#define PMIDX_WAL_ENT_SIZE	32
 #define PMIDX_WAL_TS_BITS	48
 #define PMIDX_WAL_TS_MAX	((1ULL << PMIDX_WAL_TS_BITS) - 1)
+#define PMIDX_WAL_FLAGS_SHIFT	PMIDX_WAL_TS_BITS
+#define PMIDX_WAL_META_RSVD	(~0ULL << (PMIDX_WAL_TS_BITS + 4))
 #define PMIDX_WAL_MIN_CHUNK	(256U << 10)
 
 struct pmidx_wal_dir {
 	__le64	magic;
 	__le32	nslots;
-	__le32	reserved0;
+	__le32	version;
 	__le64	reserved[6];
 	__le64	slot[];
 };
@@ -49,7 +72,8 @@ struct pmidx_wal_dir {
 struct pmidx_wal_ent {
 	__le64	w0;
 	__le64	w1;
-	__le64	meta;		/* ts:48 | flags:4 | check:12 */
+	__le64	check;		/* hash of w0, w1 and meta */
+	__le64	meta;		/* ts:48 | flags:4 | 0:12, the commit: last */
 };
 
 /* An entry as handed to the replay callback. */
@@ -81,6 +105,34 @@ struct pmidx_wal_cpu {
 	struct pmidx_wal_chunk	*cur[2];
 };
 
+#define PMIDX_WAL_HELD_BLOCK	507	/* a block is 4 KiB */
+
+/*
+ * Objects handed to pmidx_wal_retire() while the recycle counts were
+ * @recycled: released once both counts have moved past them.
+ */
+struct pmidx_wal_held {
+	struct list_head	node;
+	u64			recycled[2];
+	u32			n;
+	u64			off[PMIDX_WAL_HELD_BLOCK];
+};
+
+/**
+ * struct pmidx_wal_cfg - how an engine opens its log
+ * @chunk_size: size of chunks allocated from now on
+ * @trace:      recovery trace: mark the directory and every chunk
+ * @release:    called with an object pmidx_wal_retire() held, once no
+ *              entry can name it any more (process context, may not sleep)
+ * @ctx:        for @release
+ */
+struct pmidx_wal_cfg {
+	u32	chunk_size;
+	bool	trace;
+	void	(*release)(void *ctx, u64 off);
+	void	*ctx;
+};
+
 /**
  * struct pmidx_wal - an open log
  * @lock:        protects @free, @used, @slot_map, @nfree
@@ -88,6 +140,12 @@ struct pmidx_wal_cpu {
  * @max_free:    free chunks kept beyond this go back to the allocator
  * @used_bytes:  bytes appended to chunks on the used lists (log size)
  * @chunk_bytes: bytes of every chunk the log holds (used and free)
+ * @held_lock:   protects @held and @recycled (innermost lock)
+ * @held:        blocks of held objects, oldest first
+ * @recycled:    per side, recycles completed (chunks durably FREE)
+ * @held_bytes:  allocator bytes of the held objects
+ * @abandoned:   an object could not be held (no memory): it stays
+ *               allocated until a recovery trace finds it
  */
 struct pmidx_wal {
 	struct pmidx_pool		*pool;
@@ -105,11 +163,18 @@ struct pmidx_wal {
 	atomic64_t			used_bytes;
 	atomic64_t			chunk_bytes;
 	atomic64_t			appends;
+	void				(*release)(void *ctx, u64 off);
+	void				*release_ctx;
+	spinlock_t			held_lock;
+	struct list_head		held;
+	u64				recycled[2];
+	atomic64_t			held_bytes;
+	bool				abandoned;
 };
 
 u64 pmidx_wal_format(struct pmidx_pool *pool);
-int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off, bool trace,
-		   u32 chunk_size, struct pmidx_wal **out);
+int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
+		   const struct pmidx_wal_cfg *cfg, struct pmidx_wal **out);
 int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
 		     int (*fn)(void *ctx, unsigned int worker,
 			       const struct pmidx_wal_rec *rec),
@@ -117,6 +182,7 @@ int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
 int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		     u64 ts, u8 flags);
 void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side);
+void pmidx_wal_retire(struct pmidx_wal *w, u64 off);
 int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n);
 void pmidx_wal_close(struct pmidx_wal *w);
 void pmidx_wal_destroy(struct pmidx_wal *w);
@@ -124,6 +190,12 @@ void pmidx_wal_destroy(struct pmidx_wal *w);
 static inline u64 pmidx_wal_bytes(struct pmidx_wal *w)
 {
 	return atomic64_read(&w->used_bytes);
+}
+
+/* Bytes of objects pmidx_wal_retire() holds for the log. */
+static inline u64 pmidx_wal_held_bytes(struct pmidx_wal *w)
+{
+	return atomic64_read(&w->held_bytes);
 }
 
 #endif /* _PMIDX_WAL_H */

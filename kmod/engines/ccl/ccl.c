@@ -45,8 +45,13 @@
  *
  * Out-of-line keys and values: see format.h and kv.c. A put of a key that
  * is not 8 bytes writes a new key blob unless the key sits unflushed in
- * the buffer (then that slot's blob is reused), so a blob is never shared
- * by a leaf slot and a replayable log entry: recovery marks it once.
+ * the buffer (then that slot's blob is reused), so the newest entry of a
+ * key never names a blob a leaf slot owns: recovery marks each winner's
+ * blobs as owned, exactly once. Older entries keep naming blobs that were
+ * replaced or deleted since; those blobs are retired through the log
+ * (core/wal.h, "Lifetime rule"), never freed while an entry names them,
+ * so a stale entry always decodes as what was really written. After a
+ * crash, recovery marks them as named-only and the log holds them again.
  */
 #include <linux/errno.h>
 #include <linux/ktime.h>
@@ -299,6 +304,7 @@ err:
  */
 static int tree_init(struct ccl_tree *t)
 {
+	struct pmidx_wal_cfg cfg = ccl_wal_cfg(t, false);
 	struct pmidx_alloc *a = &t->pool->alloc;
 	struct ccl_leaf *l;
 	u64 head, dir;
@@ -318,7 +324,7 @@ static int tree_init(struct ccl_tree *t)
 	t->root->head = cpu_to_le64(head);
 	t->root->wal_dir = cpu_to_le64(dir);
 	pmidx_persist(t->pm, t->root, sizeof(*t->root));
-	ret = pmidx_wal_open(t->pool, dir, false, t->wal_chunk, &t->wal);
+	ret = pmidx_wal_open(t->pool, dir, &cfg, &t->wal);
 	if (!ret)
 		ret = tree_empty(t, head);
 	if (ret) {
@@ -615,13 +621,56 @@ static int do_write(struct ccl_tree *t, struct ccl_wreq *r)
 	return ret;
 }
 
+/*
+ * One put or delete (@val NULL): encode the key and value into fresh
+ * blobs where needed, then write through the buffer.
+ */
+static int write_once(struct ccl_tree *t, const u8 *key, u32 klen,
+		      const u8 *val, u32 vlen, bool insert)
+{
+	struct ccl_wreq r = { .key = key, .klen = klen, .insert = insert,
+			      .fp = ccl_fp(key, klen) };
+	bool ind;
+	int ret;
+
+	ret = ccl_encode(t, key, klen, &r.kw, &ind);
+	if (ret)
+		return ret;
+	r.flags = (ind ? CCL_F_KIND : 0) | (val ? 0 : CCL_F_TOMB);
+	if (val) {
+		ret = ccl_encode(t, val, vlen, &r.vw, &ind);
+		if (ret) {
+			if (r.flags & CCL_F_KIND)
+				ccl_free_word(t, r.kw);
+			return ret;
+		}
+		r.flags |= ind ? CCL_F_VIND : 0;
+	}
+	return do_write(t, &r);
+}
+
+/*
+ * A write, with the log's held blobs given back when the GC thread falls
+ * behind or the pool is full (gc.c, ccl_gc_throttle/ccl_gc_reclaim). A
+ * write that fails with -ENOSPC changed nothing, so it may be retried.
+ */
+static int write_kv(struct ccl_tree *t, const u8 *key, u32 klen,
+		    const u8 *val, u32 vlen, bool insert)
+{
+	int ret;
+
+	ccl_gc_throttle(t);
+	ret = write_once(t, key, klen, val, vlen, insert);
+	if (ret == -ENOSPC && ccl_gc_reclaim(t))
+		ret = write_once(t, key, klen, val, vlen, insert);
+	return ret;
+}
+
 static int ccl_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		   const u8 *val, u32 vlen, u32 flags)
 {
 	struct ccl_tree *t = idx->priv;
-	struct ccl_wreq r = { .key = key, .klen = klen,
-			      .insert = flags & PMIDX_PUT_INSERT };
-	bool ind;
+	static const u8 empty;
 	int ret;
 
 	ccl_stat_inc(t, put);
@@ -630,37 +679,19 @@ static int ccl_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		if (ret)
 			return ret;
 	}
-	r.fp = ccl_fp(key, klen);
-	ret = ccl_encode(t, key, klen, &r.kw, &ind);
-	if (ret)
-		return ret;
-	r.flags = ind ? CCL_F_KIND : 0;
-	ret = ccl_encode(t, val, vlen, &r.vw, &ind);
-	if (ret) {
-		if (r.flags & CCL_F_KIND)
-			ccl_free_word(t, r.kw);
-		return ret;
-	}
-	r.flags |= ind ? CCL_F_VIND : 0;
-	return do_write(t, &r);
+	/* a NULL value means a delete to write_once(): empty values are not */
+	return write_kv(t, key, klen, val ? val : &empty, vlen,
+			flags & PMIDX_PUT_INSERT);
 }
 
 static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 {
 	struct ccl_tree *t = idx->priv;
-	struct ccl_wreq r = { .key = key, .klen = klen };
-	bool ind;
-	int ret;
 
 	ccl_stat_inc(t, del);
 	if (!ccl_ready(t))
 		return -ENOENT;
-	r.fp = ccl_fp(key, klen);
-	ret = ccl_encode(t, key, klen, &r.kw, &ind);
-	if (ret)
-		return ret;
-	r.flags = CCL_F_TOMB | (ind ? CCL_F_KIND : 0);
-	return do_write(t, &r);
+	return write_kv(t, key, klen, NULL, 0, false);
 }
 
 /* ---- scan ---------------------------------------------------------------- */

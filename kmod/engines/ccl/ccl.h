@@ -281,6 +281,7 @@ int ccl_fence_cmp(const struct ccl_fence *f, const u8 *k, u32 klen);
 int ccl_encode(struct ccl_tree *t, const u8 *p, u32 len, u64 *w, bool *ind);
 void ccl_free_word(struct ccl_tree *t, u64 w);
 void ccl_retire_word(struct ccl_tree *t, u64 w);
+void ccl_release_word(void *ctx, u64 off);
 void ccl_retire_dram(struct ccl_tree *t, void *p);
 void ccl_sort(void *base, size_t n, size_t size,
 	      int (*cmp)(const void *a, const void *b, void *ctx), void *ctx);
@@ -378,11 +379,20 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 /* gc.c */
 void ccl_gc_work(void *arg);
 int ccl_gc_run(struct ccl_tree *t);
+void ccl_gc_throttle(struct ccl_tree *t);
+bool ccl_gc_reclaim(struct ccl_tree *t);
 void ccl_gc_maybe_kick(struct ccl_tree *t);
 int ccl_flush_all(struct ccl_tree *t);
 
 /* recovery.c */
 int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *rc);
+
+/* How the index opens its log: blobs it retires come back to its epochs. */
+static inline struct pmidx_wal_cfg ccl_wal_cfg(struct ccl_tree *t, bool trace)
+{
+	return (struct pmidx_wal_cfg){ .chunk_size = t->wal_chunk,
+		.trace = trace, .release = ccl_release_word, .ctx = t };
+}
 
 /* check.c */
 int ccl_check(struct ccl_tree *t, u64 *keys, const char **why);

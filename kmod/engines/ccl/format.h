@@ -34,7 +34,7 @@
  * bytes. The encoding is canonical (inline if and only if 8 bytes), so
  * equal keys have equal flags.
  *
- * Log entries (kmod/core/wal.h, 24 bytes): key word, value word, and the
+ * Log entries (kmod/core/wal.h, 32 bytes): key word, value word, and the
  * meta word's timestamp and flags CCL_LOG_* (same bits as the DRAM buffer
  * slot flags).
  */

@@ -31,10 +31,16 @@
  * A collection is triggered when the log's written bytes exceed
  * ccl_th_log percent of the leaves' bytes (and at least CCL_GC_MIN_LOG),
  * and at least twice what the last collection left behind: the buffered
- * KVs alone are about 12 * N_batch / 256 of the leaf bytes (9 % at
+ * KVs alone are about 16 * N_batch / 256 of the leaf bytes (12.5 % at
  * N_batch 2), so with large N_batch the paper's rule alone would collect
- * again and again without freeing anything. The GC thread also drains
- * recovered overflow KVs (recovery.c) first.
+ * again and again without freeing anything. Replaced and deleted blobs
+ * are held by the log until both sides have been recycled (core/wal.h,
+ * "Lifetime rule"), so a collection is also triggered when those exceed
+ * ccl_th_log percent of the index's leaf and blob bytes (and at least
+ * CCL_GC_MIN_LOG): with large values the log's own size would otherwise
+ * let them pile up. Writers collect themselves when the held blobs pass
+ * 1/16 of the pool (ccl_gc_throttle), or the pool is full (ccl_gc_reclaim). The GC thread also drains recovered overflow KVs
+ * (recovery.c) first.
  */
 #include <linux/mutex.h>
 #include <linux/sched.h>
@@ -73,24 +79,17 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	return 0;
 }
 
-/**
- * ccl_gc_run - one collection
- *
- * Context: process context; sleeps; serialised by t->gc_lock.
- * Return: 0, or an error (the old side is then kept; nothing is lost).
- */
-int ccl_gc_run(struct ccl_tree *t)
+/* One collection; t->gc_lock held. */
+static int gc_collect(struct ccl_tree *t)
 {
 	struct ccl_res res = {};
 	struct gc_ctx c = { .res = &res, .naive = READ_ONCE(ccl_gc_naive) };
 	unsigned int old;
 	int ret;
 
-	mutex_lock(&t->gc_lock);
-	if (!READ_ONCE(t->ready)) {
-		mutex_unlock(&t->gc_lock);
+	lockdep_assert_held(&t->gc_lock);
+	if (!READ_ONCE(t->ready))
 		return 0;
-	}
 	old = t->side;
 	c.side = old ^ 1;
 	WRITE_ONCE(t->side, c.side);
@@ -104,20 +103,98 @@ int ccl_gc_run(struct ccl_tree *t)
 		WRITE_ONCE(t->gc_live, pmidx_wal_bytes(t->wal));
 	}
 	ccl_res_release(t, &res);
-	mutex_unlock(&t->gc_lock);
 	if (ret)
 		pr_warn_ratelimited("pmidx: index %s (ccl): log collection failed: %d\n",
 				    t->idx->name, ret);
 	return ret;
 }
 
+/**
+ * ccl_gc_run - one collection
+ *
+ * Context: process context; sleeps; serialised by t->gc_lock.
+ * Return: 0, or an error (the old side is then kept; nothing is lost).
+ */
+int ccl_gc_run(struct ccl_tree *t)
+{
+	int ret;
+
+	mutex_lock(&t->gc_lock);
+	ret = gc_collect(t);
+	mutex_unlock(&t->gc_lock);
+	return ret;
+}
+
+/* The log holds so many retired blobs (1/16 of the pool) that writers wait. */
+static bool gc_held_over(struct ccl_tree *t)
+{
+	return pmidx_wal_held_bytes(t->wal) > (t->pm->size >> 4);
+}
+
+/**
+ * ccl_gc_throttle - collect in the writer's context when the GC thread
+ *                   falls behind (backpressure)
+ *
+ * Held blobs come back only through collections (core/wal.h), so a GC
+ * thread starved of CPU must not let writers fill the pool with them: a
+ * writer that finds too much held runs the collection itself (writers
+ * that arrive meanwhile wait on the lock, then find it done).
+ *
+ * Context: process context, outside epoch sections; sleeps.
+ */
+void ccl_gc_throttle(struct ccl_tree *t)
+{
+	if (!t->wal || !gc_held_over(t))
+		return;
+	mutex_lock(&t->gc_lock);
+	if (gc_held_over(t))
+		gc_collect(t);
+	mutex_unlock(&t->gc_lock);
+}
+
+/**
+ * ccl_gc_reclaim - the pool is full: give back what the log holds
+ *
+ * Two collections release everything retired before the first one (each
+ * side must be recycled once).
+ *
+ * Context: process context, outside epoch sections; sleeps.
+ * Return: true when blobs were released (an allocation may now succeed).
+ */
+bool ccl_gc_reclaim(struct ccl_tree *t)
+{
+	u64 before;
+	int i;
+
+	if (!t->wal || !pmidx_wal_held_bytes(t->wal))
+		return false;
+	before = pmidx_wal_held_bytes(t->wal);
+	mutex_lock(&t->gc_lock);
+	for (i = 0; i < 2 && pmidx_wal_held_bytes(t->wal) >= before; i++)
+		if (gc_collect(t))
+			break;
+	mutex_unlock(&t->gc_lock);
+	/* released blobs pass through the epochs before they are free */
+	pmidx_epoch_barrier(&t->epoch);
+	return pmidx_wal_held_bytes(t->wal) < before;
+}
+
 static bool gc_needed(struct ccl_tree *t)
 {
-	u64 log = pmidx_wal_bytes(t->wal);
+	u64 log = pmidx_wal_bytes(t->wal), held = pmidx_wal_held_bytes(t->wal);
 	u64 leaf = (u64)atomic64_read(&t->nleaves) * sizeof(struct ccl_leaf);
+	u64 th = READ_ONCE(ccl_th_log);
 
-	return log >= CCL_GC_MIN_LOG && log >= 2 * READ_ONCE(t->gc_live) &&
-	       log * 100 > (u64)READ_ONCE(ccl_th_log) * leaf;
+	if (log >= CCL_GC_MIN_LOG && log >= 2 * READ_ONCE(t->gc_live) &&
+	    log * 100 > th * leaf)
+		return true;
+	/*
+	 * Blobs the log holds are space only collections give back: each one
+	 * releases what was retired before the one before it, so once the
+	 * writes stop, two more empty the held set and this turns false.
+	 */
+	return held >= CCL_GC_MIN_LOG &&
+	       held * 100 > th * (leaf + atomic64_read(&t->blob_bytes));
 }
 
 /* Called after writes: wake the GC thread when the log is too large. */

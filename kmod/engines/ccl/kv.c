@@ -6,8 +6,12 @@
  * Blob ownership: a blob is owned by exactly one live place: a leaf slot,
  * an unflushed buffer slot, or a recovered overflow entry. Read caches
  * (flushed buffer slots) and log entries only refer to blobs. A blob that
- * was never published is freed at once (ccl_free_word); one that readers
- * may have seen is retired through the index's epochs (ccl_retire_word).
+ * was never published (never in a slot, never in a log entry) is freed at
+ * once (ccl_free_word). One that was published may be named by a log
+ * entry that recovery still replays, so it is retired through the log
+ * (ccl_retire_word: pmidx_wal_retire(), core/wal.h "Lifetime rule"): the
+ * log holds it until both sides have been recycled, then hands it to the
+ * index's epochs (ccl_release_word) for the DRAM readers.
  */
 #include <linux/errno.h>
 #include <linux/slab.h>
@@ -129,10 +133,18 @@ void ccl_free_word(struct ccl_tree *t, u64 w)
 	pmidx_free(&t->pool->alloc, off);
 }
 
-/* Free a blob once no epoch section can still be reading it. */
+/* Free a published blob once no log entry and no reader can name it. */
 void ccl_retire_word(struct ccl_tree *t, u64 w)
 {
-	pmidx_epoch_retire(&t->epoch, ccl_w2off(w));
+	pmidx_wal_retire(t->wal, ccl_w2off(w));
+}
+
+/* The log released a retired blob: the epochs free it (ccl_epoch_free). */
+void ccl_release_word(void *ctx, u64 off)
+{
+	struct ccl_tree *t = ctx;
+
+	pmidx_epoch_retire(&t->epoch, off);
 }
 
 /* The same for DRAM (tagged with bit 0; see ccl.c ccl_epoch_free). */

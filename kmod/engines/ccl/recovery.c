@@ -26,7 +26,11 @@
  *   E. the winners become the leaf's unflushed buffered KVs (side 0 of
  *      the log, which now holds the old chunks, sealed), beyond the slots
  *      an overflow array drained by the first writer or the GC thread;
- *      their blobs are marked;
+ *      their blobs are marked as owned. When tracing, the blobs that only
+ *      older entries name (replaced or deleted since) are marked as named
+ *      and held by the log until it is recycled (core/wal.h, "Lifetime
+ *      rule"): otherwise the trace would free them while the sealed
+ *      entries still name them;
  *   F. the timestamp counter resumes above every timestamp seen.
  *
  * Nothing is flushed to leaves during recovery (that could need a split,
@@ -53,8 +57,9 @@ struct rleaf {
 
 struct rent {
 	u64	w0, w1, ts;
-	u32	leaf;		/* U32_MAX: dropped */
+	u32	leaf;
 	u8	flags, fp;
+	bool	win;		/* the newest entry of its key, and it counts */
 };
 
 struct rvec {
@@ -471,15 +476,11 @@ static int route_worker(void *arg, unsigned int w)
 	for (i = 0; i < v->n; i++) {
 		struct rent *e = &v->v[i];
 
-		/*
-		 * A stale entry's key blob may be long gone: such entries
-		 * are dropped (the newest entry of a live key always points
-		 * to a live blob).
-		 */
+		/* the log holds every blob an entry names: never gone */
 		if (key_check(rc, e->w0, e->flags & CCL_F_KIND, false, kbuf,
 			      &len)) {
-			e->leaf = U32_MAX;
-			continue;
+			(void)xchg(&rc->why, "log entry names a corrupt key blob");
+			return -EUCLEAN;
 		}
 		e->fp = ccl_fp(kbuf, len);
 		e->leaf = route(rc, kbuf, len);
@@ -489,7 +490,7 @@ static int route_worker(void *arg, unsigned int w)
 	return 0;
 }
 
-/* Gather every routed entry by leaf (counting sort). */
+/* Gather the entries by leaf (counting sort). */
 static int bucket(struct rctx *rc)
 {
 	size_t i, j, n = 0, *cnt;
@@ -506,8 +507,7 @@ static int bucket(struct rctx *rc)
 	}
 	for (w = 0; w < rc->workers; w++)
 		for (j = 0; j < rc->wv[w].n; j++)
-			if (rc->wv[w].v[j].leaf != U32_MAX)
-				cnt[rc->wv[w].v[j].leaf + 1]++;
+			cnt[rc->wv[w].v[j].leaf + 1]++;
 	for (i = 0; i < rc->nl; i++)
 		cnt[i + 1] += cnt[i];
 	rc->lstart = cnt;
@@ -517,8 +517,7 @@ static int bucket(struct rctx *rc)
 		for (j = 0; j < rc->wv[w].n; j++) {
 			struct rent *e = &rc->wv[w].v[j];
 
-			if (e->leaf != U32_MAX)
-				rc->all[cnt[e->leaf]++] = *e;
+			rc->all[cnt[e->leaf]++] = *e;
 		}
 		kvfree(rc->wv[w].v);
 		rc->wv[w].v = NULL;
@@ -574,6 +573,34 @@ static int place(struct rctx *rc, size_t li, struct rent *e, size_t n)
 	return 0;
 }
 
+/*
+ * A blob that a replayed entry names but no winner owns (the entry is
+ * older than what replaced or deleted its key): when tracing, mark it
+ * unless its owner did, and let the log hold it (see E above).
+ */
+static int hold_named(struct rctx *rc, u64 w, bool ind)
+{
+	struct ccl_tree *t = rc->t;
+	u64 off = ccl_w2off(w);
+	u32 len;
+	int ret;
+
+	if (!ind || !rc->trace)
+		return 0;
+	ret = blob_check(rc, off, false, NULL, 0, &len);
+	if (ret)
+		return ret;
+	ret = pmidx_alloc_mark_named(&t->pool->alloc, off);
+	if (ret < 0)
+		return ret;
+	if (ret) {
+		atomic64_add(pmidx_alloc_size(&t->pool->alloc, off),
+			     &rc->blob_bytes);
+		pmidx_wal_retire(t->wal, off);
+	}
+	return 0;
+}
+
 static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 {
 	struct ccl_tree *t = rc->t;
@@ -596,10 +623,12 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 				break;
 		key = ccl_word_bytes(t, &e[i].w0, e[i].flags & CCL_F_KIND, &len);
 		in_leaf = ccl_leaf_find(t, l, bitmap, key, len, e[i].fp) >= 0;
-		if (in_leaf ? e[i].ts <= rc->lv[li].ts :
-		    (e[i].flags & CCL_F_TOMB))
+		e[i].win = !(in_leaf ? e[i].ts <= rc->lv[li].ts :
+			     (e[i].flags & CCL_F_TOMB));
+		if (!e[i].win)
 			continue;
-		*why = "log entry points to a corrupt blob";
+		/* a winner owns its blobs: marked exactly once */
+		*why = "log entry points to a corrupt or shared blob";
 		if (e[i].flags & CCL_F_KIND) {
 			ret = blob_check(rc, ccl_w2off(e[i].w0), true, NULL, 0,
 					 &len);
@@ -609,8 +638,21 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 		ret = val_check(rc, e[i].w1, e[i].flags & CCL_F_VIND);
 		if (ret)
 			return ret;
-		e[k++] = e[i];
 	}
+	/* then what the other entries name (winners first: see hold_named) */
+	*why = "log entry names a corrupt blob";
+	for (i = 0; i < n; i++) {
+		if (e[i].win)
+			continue;
+		ret = hold_named(rc, e[i].w0, e[i].flags & CCL_F_KIND);
+		if (!ret && !(e[i].flags & CCL_F_TOMB))
+			ret = hold_named(rc, e[i].w1, e[i].flags & CCL_F_VIND);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < n; i++)
+		if (e[i].win)
+			e[k++] = e[i];
 	atomic64_add(k, &rc->replayed);
 	return place(rc, li, e, k);
 }
@@ -690,6 +732,7 @@ static void rc_free(struct rctx *rc, bool keep_nodes)
 int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 {
 	struct rctx rc = { .t = t, .trace = !prc->clean };
+	struct pmidx_wal_cfg cfg;
 	struct ccl_root root;
 	u64 start = ktime_get_ns();
 	int ret;
@@ -718,8 +761,8 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 	free_empty(&rc);
 
 	rc.why = "log directory corrupt";
-	ret = pmidx_wal_open(t->pool, le64_to_cpu(root.wal_dir), rc.trace,
-			     t->wal_chunk, &t->wal);
+	cfg = ccl_wal_cfg(t, rc.trace);
+	ret = pmidx_wal_open(t->pool, le64_to_cpu(root.wal_dir), &cfg, &t->wal);
 	if (ret)
 		goto fail_tree;
 	rc.workers = clamp(prc->threads, 1U, 64U);
@@ -727,6 +770,7 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 	ret = -ENOMEM;
 	if (!rc.wv)
 		goto fail_wal;
+	rc.why = "log entry corrupt";
 	ret = pmidx_wal_replay(t->wal, rc.workers, collect, &rc);
 	if (ret)
 		goto fail_wal;
