@@ -275,6 +275,7 @@ static void run(const char *name, unsigned int ops, unsigned int nbatch,
 		.seed = ut_seed, .variants = 2, .samples = samples,
 		.exhaustive_max = samples, .only_point = -1,
 		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
+		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
 	const char *e;
@@ -714,5 +715,7 @@ int main(int argc, char **argv)
 
 	if (e)
 		samples = strtoul(e, NULL, 0);
+	if (crashsim_parse_model(&argc, argv))
+		return 2;
 	return ut_main(argc, argv, "ccl-crash", tests, ARRAY_SIZE(tests));
 }

@@ -334,6 +334,7 @@ static void engine_crash_kv(void)
 			.seed = ut_seed, .variants = 1, .samples = 250,
 			.exhaustive_max = 250, .only_point = -1, .only_variant = -1,
 			.save_dir = getenv("PMIDX_CRASH_SAVE"),
+			.prefix = crashsim_prefix_default(),
 		};
 		struct crashsim_result res;
 
@@ -341,8 +342,10 @@ static void engine_crash_kv(void)
 			continue;
 		UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 		crashsim_print_result(wl.name, &cfg, &res);
-		UT_ASSERT_MSG(!res.failures, "%s: %llu failing crash images",
-			      wl.name, (unsigned long long)res.failures);
+		/* the other engines still run */
+		if (res.failures)
+			ut_fail(__FILE__, __LINE__, false, "%s: %llu failing crash images",
+				wl.name, (unsigned long long)res.failures);
 	}
 }
 
@@ -353,5 +356,7 @@ static const struct ut_test tests[] = {
 
 int main(int argc, char **argv)
 {
+	if (crashsim_parse_model(&argc, argv))
+		return 2;
 	return ut_main(argc, argv, "engines", tests, ARRAY_SIZE(tests));
 }

@@ -6,6 +6,8 @@
  * flushed since their thread's last fence, as they were when flushed.
  * Crash images are built in scratch[] from media[] plus the lines of
  * work[] that differ from media[] ("dirty lines"), chosen per variant.
+ * The prefix model adds a log per line: the stores made to it since its
+ * content was last durable, reported by the store tracer.
  *
  * Checks run synchronously inside the hook that reached the crash point,
  * with the simulator's lock held, so other workload threads wait at their
@@ -21,9 +23,11 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
+#include <linux/bitmap.h>
 #include <linux/crc32.h>
 #include <shim/pmem.h>
 #include <shim/shim.h>
+#include <shim/store_trace.h>
 #include "core/super.h"
 #include "crashsim.h"
 
@@ -45,6 +49,30 @@ struct cs_pending {
 	u8		data[LINE];
 };
 
+/*
+ * Prefix model: the stores made to a line since its content was last
+ * durable, in the order they were reported, as records of an offset, a
+ * length (the two oldest merged may be up to a line) and the bytes.
+ */
+#define LOG_MAX		64	/* records per line, then the oldest merge */
+
+struct cs_log {
+	u64		line;
+	u32		n;		/* records */
+	u32		covered;	/* of which the flushed snapshot holds */
+	u32		used, cap;	/* bytes of rec[] */
+	u8		cur[LINE];	/* media plus all n records */
+	u8		*rec;
+};
+
+/* a line that may arrive differently in the images of a prefix point */
+struct cs_cand {
+	u64		line;
+	u32		choices;	/* traced: records + 1; else 2 or 3 */
+	bool		traced;
+	u8		pick;		/* this image's choice */
+};
+
 struct crashsim {
 	struct crashsim_config		cfg;
 	const struct crashsim_workload	*wl;
@@ -63,6 +91,15 @@ struct crashsim {
 	u32				npend, pend_cap;
 	u64				*dirty;		/* dirty lines at a point */
 	u64				ndirty, dirty_cap;
+
+	bool				prefix;		/* the prefix model */
+	u32				*log_slot;	/* line -> log index + 1 */
+	struct cs_log			*logs;
+	u32				nlogs, logs_cap;
+	struct cs_cand			*cand;		/* at a prefix point */
+	u64				ncand, cand_cap;
+	u64				combos;		/* of the cands' choices */
+	unsigned long			*untraced;	/* lines ever untraced */
 
 	struct cs_op			*ops;
 	u32				nops, ops_cap;
@@ -117,15 +154,20 @@ static void work_read(struct crashsim *cs, void *dst, u64 off, size_t len)
 	work_racy_end();
 }
 
-/* Whether work[] differs from media[] in @len bytes at @off: see above. */
-static bool work_dirty(struct crashsim *cs, u64 off, size_t len)
+/* Whether work[] differs from @ref in @len bytes at @off: see above. */
+static bool work_differs(struct crashsim *cs, u64 off, const u8 *ref, size_t len)
 {
-	bool dirty;
+	bool differs;
 
 	work_racy_begin();
-	dirty = memcmp(cs->work + off, cs->media + off, len);
+	differs = memcmp(cs->work + off, ref, len);
 	work_racy_end();
-	return dirty;
+	return differs;
+}
+
+static bool work_dirty(struct crashsim *cs, u64 off, size_t len)
+{
+	return work_differs(cs, off, cs->media + off, len);
 }
 
 static u64 cs_rand(struct crashsim *cs)
@@ -274,24 +316,33 @@ bool crashsim_note_started(struct crashsim *cs, const char *tag)
 	return note(cs, tag);
 }
 
+static void print_partial(struct crashsim *cs);
+
 void crashsim_fail(struct crashsim *cs, const char *fmt, ...)
 {
 	va_list ap;
+
+	bool first = !cs->cur_failed;
 
 	cs->cur_failed = true;
 	if (cs->res->failures++ >= cs->cfg.max_failures)
 		return;
 	printf("# crashsim %s: FAIL at point %llu/%llu%s variant %u "
-	       "(%llu dirty lines, %llu arrived, seed %#llx): ",
-	       cs->wl->name, (unsigned long long)cs->cur.index,
+	       "(%llu dirty lines, %llu arrived", cs->wl->name,
+	       (unsigned long long)cs->cur.index,
 	       (unsigned long long)cs->cur.total, cs->cur.end ? " (end)" : "",
 	       cs->cur.variant, (unsigned long long)cs->cur.dirty_lines,
-	       (unsigned long long)cs->cur.arrived_lines,
-	       (unsigned long long)cs->cfg.seed);
+	       (unsigned long long)cs->cur.arrived_lines);
+	if (cs->prefix)
+		printf(", %llu of them partly, prefix model",
+		       (unsigned long long)cs->cur.partial_lines);
+	printf(", seed %#llx): ", (unsigned long long)cs->cfg.seed);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
+	if (cs->prefix && first)
+		print_partial(cs);
 	fflush(stdout);
 }
 
@@ -366,7 +417,7 @@ static void save_image(struct crashsim *cs)
 	if (!cs->cfg.save_dir)
 		return;
 	snprintf(path, sizeof(path), "%s/crash-%s-%s-p%llu-v%u.img", cs->cfg.save_dir,
-		 cs->wl->name, cs->cfg.eadr ? "eadr" : "adr",
+		 cs->wl->name, cs->cfg.eadr ? "eadr" : cs->prefix ? "adr-prefix" : "adr",
 		 (unsigned long long)cs->cur.index, cs->cur.variant);
 	f = fopen(path, "w");
 	if (!f)
@@ -376,15 +427,23 @@ static void save_image(struct crashsim *cs)
 	fclose(f);
 }
 
+static void build_prefix_image(struct crashsim *cs, unsigned int v);
+
 /* Build variant @v of the current point into scratch[]. */
 static void build_image(struct crashsim *cs, unsigned int v)
 {
 	u64 i, arrived = 0;
 	unsigned int pct = 50;
 
+	/* variant seeds depend on the point only: replayable one by one */
+	cs->rng = cs->cfg.seed ^ (cs->cur.index * 0x100000001b3ULL) ^ v;
 	if (cs->cfg.eadr) {
 		work_read(cs, cs->scratch, 0, cs->size);
 		cs->cur.arrived_lines = 0;
+		return;
+	}
+	if (cs->prefix) {
+		build_prefix_image(cs, v);
 		return;
 	}
 	memcpy(cs->scratch, cs->media, cs->size);
@@ -514,23 +573,328 @@ static void collect_dirty(struct crashsim *cs)
 	}
 }
 
+/* ---- prefix model ------------------------------------------------------------------ */
+
+static struct cs_log *log_of(struct crashsim *cs, u64 line)
+{
+	u32 slot = cs->log_slot[line];
+
+	return slot ? &cs->logs[slot - 1] : NULL;
+}
+
+static struct cs_log *log_new(struct crashsim *cs, u64 line)
+{
+	struct cs_log *lg;
+
+	if (cs->nlogs == cs->logs_cap) {
+		cs->logs_cap = cs->logs_cap ? 2 * cs->logs_cap : 256;
+		cs->logs = realloc(cs->logs, cs->logs_cap * sizeof(*cs->logs));
+		BUG_ON(!cs->logs);
+	}
+	lg = &cs->logs[cs->nlogs++];
+	memset(lg, 0, sizeof(*lg));
+	lg->line = line;
+	memcpy(lg->cur, cs->media + (line << LINE_SHIFT), LINE);
+	cs->log_slot[line] = cs->nlogs;
+	return lg;
+}
+
+static void log_free(struct crashsim *cs, struct cs_log *lg)
+{
+	u32 i = lg - cs->logs;
+
+	cs->log_slot[lg->line] = 0;
+	free(lg->rec);
+	if (i != --cs->nlogs) {
+		*lg = cs->logs[cs->nlogs];
+		cs->log_slot[lg->line] = i + 1;
+	}
+}
+
+static void log_reserve(struct cs_log *lg, u32 bytes)
+{
+	if (lg->used + bytes <= lg->cap)
+		return;
+	lg->cap = max(2 * lg->cap, lg->used + bytes + 64);
+	lg->rec = realloc(lg->rec, lg->cap);
+	BUG_ON(!lg->rec);
+}
+
+/* where record @k starts in rec[]: records are offset, length, bytes */
+static u32 log_pos(const struct cs_log *lg, u32 k)
+{
+	u32 pos = 0;
+
+	while (k--)
+		pos += 2 + lg->rec[pos + 1];
+	return pos;
+}
+
+/* Apply the first @k records to @dst, a copy of the line's media. */
+static void log_apply(const struct cs_log *lg, u32 k, u8 *dst)
+{
+	u32 pos = 0;
+
+	while (k--) {
+		memcpy(dst + lg->rec[pos], lg->rec + pos + 2, lg->rec[pos + 1]);
+		pos += 2 + lg->rec[pos + 1];
+	}
+}
+
+/*
+ * Too many records: merge the two oldest on one side of the flushed
+ * snapshot into one covering both, the bytes between them as they were
+ * (so applying it where they applied changes nothing else).
+ */
+static void log_merge(struct crashsim *cs, struct cs_log *lg)
+{
+	u32 i = lg->covered == 1 ? 1 : 0;
+	u32 a = log_pos(lg, i), b = a + 2 + lg->rec[a + 1];
+	u32 c = b + 2 + lg->rec[b + 1], lo, hi;
+	u8 line[LINE];
+
+	memcpy(line, cs->media + (lg->line << LINE_SHIFT), LINE);
+	log_apply(lg, i + 2, line);
+	lo = min(lg->rec[a], lg->rec[b]);
+	hi = max(lg->rec[a] + lg->rec[a + 1], lg->rec[b] + lg->rec[b + 1]);
+	log_reserve(lg, 2 + LINE);
+	memmove(lg->rec + a + 2 + hi - lo, lg->rec + c, lg->used - c);
+	lg->used = a + 2 + hi - lo + lg->used - c;
+	lg->rec[a] = lo;
+	lg->rec[a + 1] = hi - lo;
+	memcpy(lg->rec + a + 2, line + lo, hi - lo);
+	lg->n--;
+	if (!i && lg->covered)
+		lg->covered--;
+	cs->res->merged_stores++;
+}
+
+/* Record a store of @len bytes (within one 8-byte word) into @line. */
+static void log_store(struct crashsim *cs, u64 line, u32 off, u32 len, const u8 *b)
+{
+	struct cs_log *lg = log_of(cs, line);
+	const u8 *now = lg ? lg->cur : cs->media + (line << LINE_SHIFT);
+
+	if (!memcmp(now + off, b, len))
+		return;		/* stores what is there: no image differs */
+	if (!lg)
+		lg = log_new(cs, line);
+	log_reserve(lg, 2 + len);
+	lg->rec[lg->used] = off;
+	lg->rec[lg->used + 1] = len;
+	memcpy(lg->rec + lg->used + 2, b, len);
+	lg->used += 2 + len;
+	memcpy(lg->cur + off, b, len);
+	if (++lg->n > LOG_MAX)
+		log_merge(cs, lg);
+}
+
+/* The line's flushed snapshot became media: drop the records it holds. */
+static void log_commit(struct crashsim *cs, u64 line)
+{
+	struct cs_log *lg = log_of(cs, line);
+	u32 pos;
+
+	if (!lg)
+		return;
+	pos = log_pos(lg, lg->covered);
+	memmove(lg->rec, lg->rec + pos, lg->used - pos);
+	lg->used -= pos;
+	lg->n -= lg->covered;
+	lg->covered = 0;
+	if (!lg->n) {
+		log_free(cs, lg);
+		return;
+	}
+	memcpy(lg->cur, cs->media + (line << LINE_SHIFT), LINE);
+	log_apply(lg, lg->n, lg->cur);
+}
+
+static void log_reset(struct crashsim *cs)
+{
+	while (cs->nlogs)
+		log_free(cs, &cs->logs[cs->nlogs - 1]);
+}
+
+/*
+ * The store tracer's report (prefix build): split into 8-byte words, in
+ * ascending order.
+ */
+static void __maybe_unused cs_stored(void *priv, void *addr, size_t len)
+{
+	struct crashsim *cs = priv;
+	u64 off = (uintptr_t)addr - (uintptr_t)cs->work, end = off + len, next;
+	u8 b[8];
+
+	if (cs_ignored(cs))
+		return;
+	pthread_mutex_lock(&cs->lock);
+	for (; off < end; off = next) {
+		next = min(end, (off | 7) + 1);
+		work_read(cs, b, off, next - off);
+		log_store(cs, off >> LINE_SHIFT, off & (LINE - 1), next - off, b);
+	}
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+	u64 x = ((const struct cs_cand *)a)->line, y = ((const struct cs_cand *)b)->line;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The lines that may differ between the images of this point: those with
+ * records, and the dirty ones without (untraced). A line is traced when
+ * media plus its records is what work[] holds.
+ */
+static void collect_cands(struct crashsim *cs)
+{
+	u64 i, n = 0, need = cs->ndirty + cs->nlogs, limit = cs->cfg.prefix_images;
+
+	if (need > cs->cand_cap) {
+		cs->cand_cap = max(need, 2 * cs->cand_cap);
+		cs->cand = realloc(cs->cand, cs->cand_cap * sizeof(*cs->cand));
+		BUG_ON(!cs->cand);
+	}
+	for (i = 0; i < cs->ndirty; i++)
+		if (!cs->log_slot[cs->dirty[i]])
+			cs->cand[n++] = (struct cs_cand){ .line = cs->dirty[i] };
+	for (i = 0; i < cs->nlogs; i++) {
+		const struct cs_log *lg = &cs->logs[i];
+
+		cs->cand[n++] = (struct cs_cand){
+			.line = lg->line,
+			.traced = !work_differs(cs, lg->line << LINE_SHIFT, lg->cur, LINE),
+		};
+	}
+	qsort(cs->cand, n, sizeof(*cs->cand), cand_cmp);
+	cs->ncand = n;
+	cs->combos = 1;
+	for (i = 0; i < n; i++) {
+		struct cs_cand *c = &cs->cand[i];
+		u32 slot = cs->pend_slot[c->line];
+
+		if (c->traced) {
+			c->choices = log_of(cs, c->line)->n + 1;
+			cs->res->max_line_stores = max_t(u64, cs->res->max_line_stores,
+							 c->choices - 1);
+		} else {
+			/* media, the flushed snapshot when it is a third value, work */
+			c->choices = 2;
+			if (slot &&
+			    memcmp(cs->pend[slot - 1].data, cs->media + (c->line << LINE_SHIFT),
+				   LINE) &&
+			    work_differs(cs, c->line << LINE_SHIFT, cs->pend[slot - 1].data,
+					 LINE))
+				c->choices = 3;
+			if (!__test_and_set_bit(c->line, cs->untraced))
+				cs->res->untraced_lines++;
+		}
+		/* saturates just past the limit: only "more than" matters */
+		cs->combos = min(cs->combos * c->choices, limit + 1);
+	}
+}
+
+/*
+ * Each line's choice for image @v: none, all, then every combination in
+ * mixed radix (0 and combos - 1 being variants 0 and 1) when they fit in
+ * prefix_images, else random prefixes, biased towards none or all in two
+ * of three images.
+ */
+static void pick_prefixes(struct crashsim *cs, unsigned int v)
+{
+	u64 i, c = v - 1;
+
+	for (i = 0; i < cs->ncand; i++) {
+		struct cs_cand *p = &cs->cand[i];
+		u64 r;
+
+		if (v < 2) {
+			p->pick = v ? p->choices - 1 : 0;
+		} else if (cs->combos <= cs->cfg.prefix_images) {
+			p->pick = c % p->choices;
+			c /= p->choices;
+		} else {
+			r = cs_rand(cs);
+			if (v % 3 == 1 && r % 8)
+				p->pick = p->choices - 1;
+			else if (v % 3 == 2 && r % 8)
+				p->pick = 0;
+			else
+				p->pick = (r >> 8) % p->choices;
+		}
+	}
+}
+
+static void build_prefix_image(struct crashsim *cs, unsigned int v)
+{
+	u64 i, arrived = 0, partial = 0;
+
+	memcpy(cs->scratch, cs->media, cs->size);
+	pick_prefixes(cs, v);
+	for (i = 0; i < cs->ncand; i++) {
+		const struct cs_cand *p = &cs->cand[i];
+		u8 *dst = cs->scratch + (p->line << LINE_SHIFT);
+		u32 slot = cs->pend_slot[p->line];
+
+		if (!p->pick)
+			continue;
+		arrived++;
+		if (p->traced) {
+			log_apply(log_of(cs, p->line), p->pick, dst);
+			partial += p->pick < p->choices - 1;
+		} else if (p->pick == p->choices - 1) {
+			work_read(cs, dst, p->line << LINE_SHIFT, LINE);
+		} else {
+			memcpy(dst, cs->pend[slot - 1].data, LINE);
+		}
+	}
+	cs->cur.arrived_lines = arrived;
+	cs->cur.partial_lines = partial;
+}
+
+/* After a failure: which lines arrived with only some of their stores. */
+static void print_partial(struct crashsim *cs)
+{
+	unsigned int shown = 0;
+	u64 i;
+
+	for (i = 0; i < cs->ncand && shown < 8; i++) {
+		const struct cs_cand *p = &cs->cand[i];
+
+		if (!p->traced || !p->pick || p->pick == p->choices - 1)
+			continue;
+		printf("%s line %#llx: %u of %u stores", shown++ ? "," : "#   partly:",
+		       (unsigned long long)(p->line << LINE_SHIFT), p->pick,
+		       p->choices - 1);
+	}
+	if (shown)
+		printf("\n");
+}
+
 static void *crash_point_thread(void *arg)
 {
 	struct crashsim *cs = arg;
-	unsigned int v, nv = cs->cfg.eadr ? 1 : 2 + cs->cfg.variants;
+	u64 v, nv = cs->cfg.eadr ? 1 : 2 + cs->cfg.variants;
 
 	shim_set_thread_ctx(&cs->checker_tag);
 	collect_dirty(cs);
 	cs->cur.dirty_lines = cs->ndirty;
+	if (cs->prefix) {
+		collect_cands(cs);
+		cs->cur.dirty_lines = cs->ncand;
+		nv = min_t(u64, cs->combos, cs->cfg.prefix_images);
+		cs->res->exhaustive_points += cs->combos <= cs->cfg.prefix_images;
+	}
 	cs->res->points++;
-	cs->res->max_dirty_lines = max(cs->res->max_dirty_lines, cs->ndirty);
-	/* variant seeds depend on the point only: replayable one by one */
+	cs->res->max_dirty_lines = max(cs->res->max_dirty_lines, cs->cur.dirty_lines);
 	for (v = 0; v < nv; v++) {
 		if (cs->cfg.only_variant >= 0 && v != (unsigned int)cs->cfg.only_variant)
 			continue;
-		if (!cs->ndirty && v > 0)
+		if (!cs->cur.dirty_lines && v > 0)
 			break;		/* all variants are the same image */
-		cs->rng = cs->cfg.seed ^ (cs->events * 0x100000001b3ULL) ^ v;
 		cs->cur.variant = v;
 		build_image(cs, v);
 		check_image(cs);
@@ -586,6 +950,8 @@ static void pend_add(struct crashsim *cs, u64 line)
 	p->owner = pthread_self();
 	/* other threads may be storing to the line: the clwb's own race */
 	work_read(cs, p->data, line << LINE_SHIFT, LINE);
+	if (cs->prefix && cs->log_slot[line])
+		log_of(cs, line)->covered = log_of(cs, line)->n;
 }
 
 /* sfence: this thread's flushed lines are durable */
@@ -600,6 +966,8 @@ static void pend_commit(struct crashsim *cs)
 		if (pthread_equal(p->owner, self)) {
 			memcpy(cs->media + (p->line << LINE_SHIFT), p->data, LINE);
 			cs->pend_slot[p->line] = 0;
+			if (cs->prefix)
+				log_commit(cs, p->line);
 			continue;
 		}
 		if (kept != i)
@@ -615,6 +983,7 @@ static void cs_flush(void *priv, const void *addr, size_t len)
 	uintptr_t a = (uintptr_t)addr, w = (uintptr_t)cs->work;
 	u64 line, last;
 
+	store_trace_sync();	/* the stores before the flush */
 	if (!len || a < w || a >= w + cs->size || cs_ignored(cs))
 		return;
 	pthread_mutex_lock(&cs->lock);
@@ -632,6 +1001,7 @@ static void cs_fence(void *priv, bool persist)
 {
 	struct crashsim *cs = priv;
 
+	store_trace_sync();
 	if (cs_ignored(cs))
 		return;
 	pthread_mutex_lock(&cs->lock);
@@ -658,10 +1028,100 @@ static void reset_images(struct crashsim *cs)
 	memset(cs->media, 0, cs->size);
 	memset(cs->pend_slot, 0, cs->nlines * sizeof(*cs->pend_slot));
 	cs->npend = 0;
+	if (cs->prefix) {
+		log_reset(cs);
+		bitmap_zero(cs->untraced, cs->nlines);
+	}
 	cs->events = 0;
 	cs->next = 0;
 	while (cs->nops)
 		free(cs->ops[--cs->nops].key);
+}
+
+static int model = -1;		/* --model: 1 prefix, 0 line; -1 not given */
+
+bool crashsim_prefix_supported(void)
+{
+#ifdef PMIDX_STORE_TRACE
+	return true;
+#else
+	return false;
+#endif
+}
+
+#ifdef PMIDX_STORE_TRACE
+/* the prefix model's stores, in the crash pass only */
+static void trace_start(struct crashsim *cs)
+{
+	static struct store_trace_ops ops = { .stored = cs_stored };
+
+	ops.priv = cs;
+	if (cs->prefix && !cs->counting)
+		store_trace_start(cs->work, cs->size, &ops);
+}
+
+static void trace_stop(struct crashsim *cs)
+{
+	store_trace_stop();
+}
+#else
+static void trace_start(struct crashsim *cs)
+{
+}
+
+static void trace_stop(struct crashsim *cs)
+{
+}
+#endif
+
+bool crashsim_prefix_default(void)
+{
+	const char *e = getenv("PMIDX_CRASH_MODEL");
+
+	if (model >= 0)
+		return model;
+	if (e)
+		return !strcmp(e, "prefix");
+	return crashsim_prefix_supported();
+}
+
+int crashsim_parse_model(int *argc, char **argv)
+{
+	int i, skip;
+
+	for (i = 1; i < *argc; i++) {
+		const char *m;
+
+		if (!strcmp(argv[i], "--model") && i + 1 < *argc) {
+			m = argv[i + 1];
+			skip = 2;
+		} else if (!strncmp(argv[i], "--model=", 8)) {
+			m = argv[i] + 8;
+			skip = 1;
+		} else {
+			continue;
+		}
+		if (strcmp(m, "line") && strcmp(m, "prefix")) {
+			fprintf(stderr, "--model: line or prefix, not %s\n", m);
+			return -EINVAL;
+		}
+		model = !strcmp(m, "prefix");
+		memmove(argv + i, argv + i + skip, (*argc - i - skip + 1) * sizeof(*argv));
+		*argc -= skip;
+		i--;
+	}
+	return 0;
+}
+
+/* images per prefix point: the config's, else PMIDX_CRASH_PREFIX_IMAGES, else 16 */
+static unsigned int prefix_images(const struct crashsim_config *cfg)
+{
+	const char *e = getenv("PMIDX_CRASH_PREFIX_IMAGES");
+	unsigned int n = cfg->prefix_images;
+
+	if (!n && e)
+		n = strtoul(e, NULL, 0);
+	return n ? max(n, 2U) : 16;
 }
 
 static int run_pass(struct crashsim *cs)
@@ -675,8 +1135,10 @@ static int run_pass(struct crashsim *cs)
 	reset_images(cs);
 	shim_random_seed(cs->cfg.seed);
 	prev = shim_pmem_set_ops(&ops);
+	trace_start(cs);
 	ret = cs->wl->run(cs, cs->work, cs->size, cs->wl->arg);
 	shim_workqueue_drain();
+	trace_stop(cs);
 	shim_pmem_set_ops(prev);
 	return ret;
 }
@@ -749,10 +1211,18 @@ int crashsim_run(const struct crashsim_config *cfg,
 		cs->cfg.samples = 400;
 	if (!cs->cfg.max_failures)
 		cs->cfg.max_failures = 5;
+	cs->cfg.prefix_images = prefix_images(cfg);
+	cs->prefix = cs->cfg.prefix && !cs->cfg.eadr;
 	cs->wl = wl;
 	cs->res = res;
 	cs->size = cs->cfg.pool_size;
 	cs->nlines = cs->size >> LINE_SHIFT;
+	if (cs->prefix && !crashsim_prefix_supported()) {
+		printf("# crashsim %s: the prefix model needs the prefix build "
+		       "(build/user/prefix/)\n", wl->name);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
 	pthread_mutex_init(&cs->lock, NULL);
 	cs->work = map_zero(cs->size);
 	cs->media = map_zero(cs->size);
@@ -760,6 +1230,12 @@ int crashsim_run(const struct crashsim_config *cfg,
 	cs->pend_slot = calloc(cs->nlines, sizeof(*cs->pend_slot));
 	if (!cs->work || !cs->media || !cs->scratch || !cs->pend_slot)
 		goto out;
+	if (cs->prefix) {
+		cs->log_slot = calloc(cs->nlines, sizeof(*cs->log_slot));
+		cs->untraced = calloc(BITS_TO_LONGS(cs->nlines), sizeof(long));
+		if (!cs->log_slot || !cs->untraced)
+			goto out;
+	}
 
 	/* pass 1: count the crash points */
 	cs->counting = true;
@@ -814,6 +1290,12 @@ out:
 	free(cs->pend);
 	free(cs->pend_slot);
 	free(cs->dirty);
+	if (cs->log_slot)
+		log_reset(cs);
+	free(cs->logs);
+	free(cs->log_slot);
+	free(cs->cand);
+	free(cs->untraced);
 	if (cs->work)
 		munmap(cs->work, cs->size);
 	if (cs->media)
@@ -827,11 +1309,14 @@ out:
 void crashsim_print_result(const char *name, const struct crashsim_config *cfg,
 			   const struct crashsim_result *res)
 {
+	bool prefix = cfg->prefix && !cfg->eadr;
+
 	printf("# crashsim %s [%s%s, seed %#llx]: %llu crash points, %llu tried, "
 	       "%llu images recovered and checked (%llu refused as allowed), "
 	       "%llu ops (%llu acked), max %llu dirty lines, %llu unflushed at end, "
 	       "%llu failures, %.1fs\n",
-	       name, cfg->eadr ? "eADR" : "ADR", cfg->at_flushes ? "+flushes" : "",
+	       name, cfg->eadr ? "eADR" : prefix ? "ADR prefix" : "ADR",
+	       cfg->at_flushes ? "+flushes" : "",
 	       (unsigned long long)cfg->seed, (unsigned long long)res->events,
 	       (unsigned long long)res->points, (unsigned long long)res->images,
 	       (unsigned long long)res->refused, (unsigned long long)res->ops,
@@ -839,4 +1324,14 @@ void crashsim_print_result(const char *name, const struct crashsim_config *cfg,
 	       (unsigned long long)res->max_dirty_lines,
 	       (unsigned long long)res->unflushed_at_end,
 	       (unsigned long long)res->failures, res->seconds);
+	if (prefix)
+		printf("# crashsim %s [ADR prefix]: %llu of %llu points with every "
+		       "combination of prefixes (up to %u images), max %llu stores "
+		       "pending on a line, %llu stores merged, %llu untraced lines\n",
+		       name, (unsigned long long)res->exhaustive_points,
+		       (unsigned long long)res->points,
+		       prefix_images(cfg),
+		       (unsigned long long)res->max_line_stores,
+		       (unsigned long long)res->merged_stores,
+		       (unsigned long long)res->untraced_lines);
 }

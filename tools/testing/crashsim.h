@@ -10,13 +10,36 @@
  *   eADR: caches are persistent: every store is media at once.
  * A crash point is a fence (optionally also a flush): the state just
  * before it executes. At a crash point the simulator builds crash images
- * and checks recovery on each:
+ * and checks recovery on each. Two ADR models:
+ *
+ * line (the default): the unit is a 64-byte line; every line written
+ * since it was last durable arrives whole or not at all:
  *   variant 0   media only: nothing in flight arrived;
  *   variant 1   every written line arrived (as eADR would have it);
  *   variant 2+  a random subset of the written-but-not-durable lines
  *               arrived, each with its current or its flushed value.
+ *
+ * prefix (cfg.prefix; the "prefix" build of user.mk only): a dirty line
+ * can be evicted at any moment, so it may persist as any prefix, in
+ * program order, of the stores made to it since it was last durable (an
+ * aligned store of up to 8 bytes is not torn; wider ones and mem* calls
+ * are split at 8-byte boundaries, in ascending order). The build traces
+ * every store into the working image (<shim/store_trace.h>); per line
+ * the simulator keeps the stores since its content was durable, a flush
+ * remembers how many of them its snapshot holds and the fence drops
+ * those. Images: variant 0 = no store arrived, 1 = all did, then every
+ * combination of per-line prefixes when there are at most prefix_images,
+ * else random per-line prefixes up to prefix_images images. A line whose
+ * media plus its recorded stores is not its working copy was written by
+ * something not traced (a test writing into the image): it arrives as in
+ * the line model and is counted (untraced_lines). Past 64 pending stores
+ * a line's two oldest are merged into one (merged_stores).
+ *
  * (In eADR mode there is one image per point: the working copy.) Each
-
+ * image is attached (recovery), checked by the workload's checker,
+ * detached cleanly, attached and checked again, then attached with a
+ * forced recovery trace that must reach every object the clean attach
+ * had allocated (a leak detector for any engine).
  *
  * Crash points: every one when the history is short (<= exhaustive_max),
  * else a deterministic random sample plus the end state. Workloads must
@@ -29,10 +52,17 @@
  * unacknowledged may show. Keys are byte strings, values u64 (an index's
  * engine, later a value hash); crashsim_expect() answers per key.
  *
- * Limitations: line values between two observed points (a store landing
- * halfway through a memcpy into a line) are not generated; crash points
- * at flushes (at_flushes) narrow that gap. Workloads that use several
- * threads are serialised at the hooks but lose determinism.
+ * Limitations: the line model does not generate line values between two
+ * observed points (a store landing halfway through a memcpy into a line);
+ * crash points at flushes (at_flushes) narrow that gap, the prefix model
+ * closes it. The prefix model does not reorder stores within a line: not
+ * the out-of-order stores of fast string copies, not non-temporal stores
+ * (a write-combining buffer may drain any subset of its words). With
+ * several threads storing to one line, their order is the order in which
+ * the stores were reported (each at its thread's next store, mem* call,
+ * lock release, flush or fence, under one lock), not necessarily the
+ * order they reached the cache. Workloads that use several threads are
+ * serialised at the hooks but lose determinism.
  */
 #ifndef _PMIDX_CRASHSIM_H
 #define _PMIDX_CRASHSIM_H
@@ -52,6 +82,8 @@ struct crashsim_config {
 	long		only_point;	/* >= 0: just this point (replay) */
 	int		only_variant;	/* >= 0: just this variant (replay) */
 	unsigned int	max_failures;	/* stop reporting after (default 5) */
+	bool		prefix;		/* ADR store-prefix model (prefix build) */
+	unsigned int	prefix_images;	/* prefix: images per point (default 16) */
 	const char	*save_dir;	/* failing crash images are saved here */
 	bool		verbose;
 };
@@ -63,6 +95,7 @@ struct crashsim_point {
 	unsigned int	variant;
 	u64		dirty_lines;	/* written, not durable, at this point */
 	u64		arrived_lines;	/* of which this variant let arrive */
+	u64		partial_lines;	/* prefix: of those, with only some stores */
 };
 
 struct crashsim_result {
@@ -75,6 +108,11 @@ struct crashsim_result {
 	u64		unflushed_at_end; /* lines written but never made durable */
 	u64		ops, acked;
 	double		seconds;
+	/* prefix model */
+	u64		exhaustive_points; /* points with every combination tried */
+	u64		max_line_stores; /* most stores pending on one line */
+	u64		untraced_lines;	/* lines written by untraced code */
+	u64		merged_stores;	/* stores merged past the per-line cap */
 };
 
 struct crashsim_workload {
@@ -94,6 +132,16 @@ struct crashsim_workload {
 
 int crashsim_run(const struct crashsim_config *cfg,
 		 const struct crashsim_workload *wl, struct crashsim_result *res);
+
+/* Whether this build traces stores (can run the prefix model). */
+bool crashsim_prefix_supported(void);
+/*
+ * The model a test runs unless it asks for one: "--model line|prefix"
+ * (taken out of argv by crashsim_parse_model(), before ut_main()), else
+ * PMIDX_CRASH_MODEL=line|prefix, else prefix in the prefix build.
+ */
+bool crashsim_prefix_default(void);
+int crashsim_parse_model(int *argc, char **argv);
 
 /* ---- for run() ------------------------------------------------------------ */
 

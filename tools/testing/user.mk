@@ -14,6 +14,10 @@
 #                      replay driver over the corpus
 #   check-user-engines the real engines: key/value round trips, recovery,
 #                      crash simulation (plain and ASan)
+#   check-user-prefix  the crash simulator's store-prefix model (prefix
+#                      build): its self-test, the core's and the engines'
+#                      crash simulations, short samples
+#   check-user-prefix-long  the same with the full samples (opt-in, long)
 #   check-user-suites  all of the above ($(USER_SUITES)); ends with
 #                      "N passed, N failed"
 #
@@ -65,6 +69,20 @@ USER_FL_fuzz	:= -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,un
 USER_CC_replay	:= $(USER_CC)
 USER_FL_replay	:= -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		   -fno-sanitize-recover=all
+# The prefix build (the crash simulator's store-prefix model, crashsim.h):
+# the sources in USER_INSTR_prefix get gcc's kernel-address instrumentation
+# with every check a call and stores only, so that each store calls
+# tools/testing/store_trace.c; the shim, the simulator and store_trace.c
+# stay uninstrumented. PMIDX_STORE_TRACE routes mem* through store_trace.c.
+USER_PREFIX_CC	?= gcc
+USER_CC_prefix	:= $(USER_PREFIX_CC)
+USER_FL_prefix	:= -O2 -DPMIDX_STORE_TRACE
+USER_INSTR_prefix := kmod/% selftests/%
+USER_INSTR_FL_prefix := -fsanitize=kernel-address \
+		   --param asan-instrumentation-with-call-threshold=0 \
+		   --param asan-stack=0 --param asan-globals=0 \
+		   --param asan-instrument-reads=0
+USER_SRC_prefix	:= tools/testing/store_trace.c
 
 # kmod/core and kmod/engines compile unchanged, whatever files they hold
 USER_CORE_SRC	:= $(wildcard kmod/core/*.c)
@@ -76,7 +94,7 @@ USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 		   tools/testing/null-engine.c
 
-USER_VARIANTS	:= plain asan tsan fuzz replay
+USER_VARIANTS	:= plain asan tsan fuzz replay prefix
 
 # tests of every engine through the engine ops (selftests/user/test-NAME.c)
 USER_ENG_TESTS	:= engines lifetime
@@ -87,16 +105,17 @@ USER_ENG_CRASH_ALL := $(filter-out test-crash,\
 
 # $(1): variant
 define USER_VARIANT_RULES
-USER_OBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_LIB_SRC))
+USER_OBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_LIB_SRC) $$(USER_SRC_$(1)))
 
 $(UB)/$(1)/obj/%.o: %.c
 	@mkdir -p $$(@D)
 	@echo "  CC [$(1)] $$<"
 	@$$(USER_CC_$(1)) $$(USER_CPPFLAGS) $$(USER_BASE) $$(USER_FL_$(1)) \
 		$$(if $$(findstring clang,$$(USER_CC_$(1))),-Wno-unknown-warning-option) \
+		$$(if $$(filter $$(USER_INSTR_$(1)),$$<),$$(USER_INSTR_FL_$(1))) \
 		-c $$< -o $$@
 
-USER_COREOBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_NOENG_SRC))
+USER_COREOBJ_$(1) := $$(patsubst %.c,$(UB)/$(1)/obj/%.o,$(USER_NOENG_SRC) $$(USER_SRC_$(1)))
 
 $(UB)/$(1)/obj/tools/testing/null-engine.o: $(UB)/gen/null-engines.inc
 
@@ -204,12 +223,23 @@ USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-repl
 USER_ENG_CRASH	:= $(if $(USER_ENGINE_CRASH),$(USER_ENG_CRASH_ALL))
 USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
+# The prefix model (crashsim.h) in the prefix build: the simulator's
+# self-test and the core's workloads, the engines' key/value crash
+# simulation and the engines' own crash tests on a short sample of crash
+# points (USER_PREFIX_SAMPLES, default 20); check-user-prefix-long runs
+# their full samples with 32 images per point.
+USER_BIN_prefix	:= $(UB)/prefix/test-crash $(UB)/prefix/test-engines \
+		   $(USER_ENG_CRASH_ALL:%=$(UB)/prefix/%)
+USER_PREFIX_SAMPLES ?= 20
 USER_RUN	= UB=$(UB) USER_FUZZ_TIME=$(USER_FUZZ_TIME) USER_SEED=$(USER_SEED) \
 		  USER_ENG_CRASH="$(USER_ENG_CRASH)" \
+		  USER_PREFIX_CRASH="$(USER_ENG_CRASH_ALL)" \
+		  USER_PREFIX_SAMPLES=$(USER_PREFIX_SAMPLES) \
 		  USER_CRASH_ARGS="$(USER_CRASH_ARGS)" tools/testing/run-user-suite
 
 .PHONY: check-user-unit check-user-asan check-user-tsan check-user-crash \
-	check-user-fuzz check-user-engines check-user-suites user-build
+	check-user-fuzz check-user-engines check-user-prefix \
+	check-user-prefix-long check-user-suites user-build
 check-user-unit: $(USER_BIN_unit)
 	@$(USER_RUN) unit
 check-user-asan: $(USER_BIN_asan)
@@ -223,10 +253,14 @@ check-user-fuzz: $(USER_BIN_fuzz)
 # the real engines, through the engine ops and the crash simulator
 check-user-engines: $(USER_BIN_engines)
 	@$(USER_RUN) engines
+check-user-prefix: $(USER_BIN_prefix)
+	@$(USER_RUN) prefix
+check-user-prefix-long: $(USER_BIN_prefix)
+	@USER_PREFIX_LONG=1 $(USER_RUN) prefix
 
 # What check-user-suites runs. The engines suite links the real engines
 # (kmod/engines/); every other suite links the core with null engines.
-USER_SUITES	?= unit asan tsan crash fuzz engines
+USER_SUITES	?= unit asan tsan crash fuzz engines prefix
 
 user-build: $(foreach s,$(USER_SUITES),$(USER_BIN_$(s)))
 

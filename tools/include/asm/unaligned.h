@@ -2,7 +2,7 @@
 #ifndef _SHIM_ASM_UNALIGNED_H
 #define _SHIM_ASM_UNALIGNED_H
 
-#include <string.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
 #define __SHIM_GET_UNALIGNED(bits, conv)				\

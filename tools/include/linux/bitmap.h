@@ -3,7 +3,7 @@
 #ifndef _SHIM_LINUX_BITMAP_H
 #define _SHIM_LINUX_BITMAP_H
 
-#include <string.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include <linux/bitops.h>
 #include <linux/find.h>

@@ -6,6 +6,17 @@
 #include <linux/types.h>
 #include <linux/errno.h>
 
+#ifdef PMIDX_STORE_TRACE
+/*
+ * The prefix build: mem* calls with a variable size are library calls
+ * the compiler does not instrument, so they report their stores here.
+ */
+#include <shim/store_trace.h>
+#define memcpy(dst, src, n)	store_trace_memcpy(dst, src, n)
+#define memmove(dst, src, n)	store_trace_memmove(dst, src, n)
+#define memset(dst, c, n)	store_trace_memset(dst, c, n)
+#endif
+
 /* Copy with truncation; -E2BIG when @src did not fit. */
 static inline ssize_t strscpy(char *dst, const char *src, size_t count)
 {

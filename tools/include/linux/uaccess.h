@@ -7,7 +7,7 @@
 #ifndef _SHIM_LINUX_UACCESS_H
 #define _SHIM_LINUX_UACCESS_H
 
-#include <string.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include <linux/compiler.h>
 
