@@ -393,9 +393,20 @@ static void crash_random_eadr(void)
  * one flush and one fence. Stored commit first, the line is wrong only
  * if it persists between the two stores: no crash image of the line
  * model has that, the prefix model must produce it.
+ *
+ * With @filler, the other six words of the line take that many stores
+ * first (store i: i + 1 into word 2 + i % 6), with a flush at a third and
+ * a fence before the last three: past the per-line cap of stores, their
+ * records merge on both sides of the flushed snapshot, the fence keeps
+ * the ones after it, and every image must hold a prefix of them.
  */
 #define TOY_COMMIT	0xc0aa17c0aa17c0aaULL
 #define TOY_DATA	0x5eedda7a5eedda7aULL
+
+struct toy_arg {
+	bool		commit_first;
+	unsigned int	filler;
+};
 
 static __le64 *toy_words(struct pmidx_pool *pool, struct pmidx_index *idx)
 {
@@ -404,10 +415,10 @@ static __le64 *toy_words(struct pmidx_pool *pool, struct pmidx_index *idx)
 
 static int wl_toy(struct crashsim *cs, void *img, u64 size, void *arg)
 {
-	bool commit_first = *(bool *)arg;
+	struct toy_arg *a = arg;
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
-	unsigned int op;
+	unsigned int op, i;
 	__le64 *w;
 
 	if (op_format(cs, img, size))
@@ -420,7 +431,14 @@ static int wl_toy(struct crashsim *cs, void *img, u64 size, void *arg)
 		return -EIO;
 	w = toy_words(pool, idx);
 	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "publish", NULL, 0, 0);
-	if (commit_first) {
+	for (i = 0; i < a->filler; i++) {
+		WRITE_ONCE(w[2 + i % 6], cpu_to_le64(i + 1));
+		if (i == a->filler / 3)
+			pmidx_flush(&pool->pm, w, PMIDX_LINE_SIZE);
+		if (i == a->filler - 4)
+			pmidx_fence(&pool->pm);
+	}
+	if (a->commit_first) {
 		WRITE_ONCE(w[0], cpu_to_le64(TOY_COMMIT));
 		WRITE_ONCE(w[1], cpu_to_le64(TOY_DATA));
 	} else {
@@ -436,9 +454,11 @@ static int wl_toy(struct crashsim *cs, void *img, u64 size, void *arg)
 static int toy_check(struct crashsim *cs, const struct crashsim_point *pt,
 		     struct pmidx_pool *pool, int err, const char *why, void *arg)
 {
+	struct toy_arg *a = arg;
 	struct crashsim_expect e;
 	struct pmidx_index *idx;
-	u64 commit, data;
+	u64 commit, data, last = 0, v;
+	unsigned int j;
 	__le64 *w;
 
 	if (!pool) {
@@ -462,18 +482,32 @@ static int toy_check(struct crashsim *cs, const struct crashsim_point *pt,
 			      (unsigned long long)data);
 	if (commit != TOY_COMMIT && crashsim_note_acked(cs, "publish"))
 		crashsim_fail(cs, "acknowledged commit word lost");
+	/* the filler: its last store arrived, so did every one before it */
+	for (j = 0; a->filler && j < 6; j++)
+		last = max(last, le64_to_cpu(READ_ONCE(w[2 + j])));
+	for (j = 0; a->filler && j < 6; j++) {
+		v = last > j ? last - (last - j - 1) % 6 : 0;
+		if (le64_to_cpu(READ_ONCE(w[2 + j])) != v)
+			crashsim_fail(cs, "word %u is %llu, not %llu: no prefix of the stores",
+				      2 + j, (unsigned long long)le64_to_cpu(READ_ONCE(w[2 + j])),
+				      (unsigned long long)v);
+	}
 	return 0;
 }
 
-static void toy_run(bool commit_first, bool prefix, struct crashsim_result *res)
+static void toy_run(bool commit_first, unsigned int filler, bool prefix,
+		    struct crashsim_result *res)
 {
+	struct toy_arg arg = { .commit_first = commit_first, .filler = filler };
 	struct crashsim_workload wl = {
-		.name = commit_first ? "toy_commit_first" : "toy_data_first",
-		.run = wl_toy, .check = toy_check, .arg = &commit_first,
+		.name = filler ? "toy_many_stores" :
+			commit_first ? "toy_commit_first" : "toy_data_first",
+		.run = wl_toy, .check = toy_check, .arg = &arg,
 	};
 	struct crashsim_config cfg = {
 		.seed = ut_seed, .variants = 3, .only_point = -1,
 		.only_variant = -1, .max_failures = 2, .prefix = prefix,
+		.at_flushes = filler,
 	};
 
 	if (commit_first && prefix)
@@ -489,22 +523,27 @@ static void crash_prefix_model(void)
 	struct crashsim_result res;
 
 	/* the line model passes both orders: a line arrives whole */
-	toy_run(true, false, &res);
+	toy_run(true, 0, false, &res);
 	UT_EQ(res.failures, 0);
-	toy_run(false, false, &res);
+	toy_run(false, 0, false, &res);
 	UT_EQ(res.failures, 0);
 	if (!crashsim_prefix_supported()) {
 		ut_note("prefix model: not in this build (build/user/prefix/test-crash)");
 		return;
 	}
-	toy_run(true, true, &res);
+	toy_run(true, 0, true, &res);
 	UT_ASSERT_MSG(res.failures > 0,
 		      "the prefix model missed a commit word stored before its data");
 	UT_EQ(res.untraced_lines, 0);
-	toy_run(false, true, &res);
+	toy_run(false, 0, true, &res);
 	UT_EQ(res.failures, 0);
 	UT_EQ(res.untraced_lines, 0);
 	UT_ASSERT(res.max_line_stores >= 2);
+	/* merged records still rebuild the line (else it would be untraced) */
+	toy_run(false, 300, true, &res);
+	UT_EQ(res.failures, 0);
+	UT_EQ(res.untraced_lines, 0);
+	UT_ASSERT(res.merged_stores > 0);
 }
 
 static const struct ut_test tests[] = {

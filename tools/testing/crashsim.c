@@ -61,7 +61,7 @@ struct cs_log {
 	u32		n;		/* records */
 	u32		covered;	/* of which the flushed snapshot holds */
 	u32		used, cap;	/* bytes of rec[] */
-	u8		cur[LINE];	/* media plus all n records */
+	u8		cur[LINE];	/* media plus all n records (kept) */
 	u8		*rec;
 };
 
@@ -763,10 +763,14 @@ static void collect_cands(struct crashsim *cs)
 			cs->cand[n++] = (struct cs_cand){ .line = cs->dirty[i] };
 	for (i = 0; i < cs->nlogs; i++) {
 		const struct cs_log *lg = &cs->logs[i];
+		u8 all[LINE];
 
+		/* from the records themselves: a bad merge shows here too */
+		memcpy(all, cs->media + (lg->line << LINE_SHIFT), LINE);
+		log_apply(lg, lg->n, all);
 		cs->cand[n++] = (struct cs_cand){
 			.line = lg->line,
-			.traced = !work_differs(cs, lg->line << LINE_SHIFT, lg->cur, LINE),
+			.traced = !work_differs(cs, lg->line << LINE_SHIFT, all, LINE),
 		};
 	}
 	qsort(cs->cand, n, sizeof(*cs->cand), cand_cmp);
