@@ -242,6 +242,12 @@ static void exercise(u8 *img, struct pmidx_pool *pool, bool eadr, u8 seed)
 	pmidx_pool_close(pool);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	prepare();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 {
 	long km = shim_kmalloc_live(), pc = shim_percpu_live();

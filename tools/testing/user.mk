@@ -204,6 +204,36 @@ $(UB)/replay/fuzz-replay: $(UB)/replay/obj/selftests/user/fuzz-replay.o \
 	@echo "  LD [replay] $@"
 	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ -o $@
 
+# Engine recovery on mutated engine images (selftests/user/fuzz-engines.c):
+# links the real engines, libFuzzer (or the exit-77 stub) and the plain
+# driver. Seeds: selftests/user/corpus-engines (fuzz-engines-seeds
+# regenerates them); reproducers of bugs not fixed yet:
+# selftests/user/fuzz-engines-findings/.
+$(UB)/fuzz/obj/selftests/user/fuzz-engines.o: USER_FL_fuzz += -DPMIDX_LIBFUZZER
+
+$(UB)/fuzz/fuzz-engines: $(UB)/fuzz/obj/selftests/user/fuzz-engines.o $(UB)/fuzz/libpmidx-user.a
+	@echo "  LD [fuzz] $@"
+	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ -o $@ 2>$@.log || \
+		{ echo "  (no libFuzzer runtime: replay only, see $@.log)"; \
+		  printf '#!/bin/sh\nexit 77\n' >$@; chmod +x $@; touch -d @0 $@; }
+
+$(UB)/replay/fuzz-engines: $(UB)/replay/obj/selftests/user/fuzz-replay.o \
+		$(UB)/replay/obj/selftests/user/fuzz-engines.o $(UB)/replay/libpmidx-user.a
+	@echo "  LD [replay] $@"
+	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ -o $@
+
+USER_FE_BIN	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-engines) $(UB)/replay/fuzz-engines
+
+.PHONY: fuzz-engines-seeds fuzz-engines-long
+# rewrites the seed corpus (deterministic)
+fuzz-engines-seeds: $(UB)/replay/fuzz-engines
+	@$< --make-seeds selftests/user/corpus-engines
+
+# opt-in long run of the engine fuzzer alone (USER_FUZZ_TIME, default 600 s)
+fuzz-engines-long: $(USER_FE_BIN)
+	@UB=$(UB) USER_FUZZ_TIME=$(if $(filter command line environment,$(origin USER_FUZZ_TIME)),$(USER_FUZZ_TIME),600) \
+		USER_FUZZ_ONLY=engines tools/testing/run-user-suite fuzz
+
 .PHONY: user-tools user-lib
 user-tools: $(USER_TOOLS)
 user-lib: $(UB)/libpmidx-user.a
@@ -216,7 +246,8 @@ USER_BIN_unit	:= $(USER_UNIT:%=$(UB)/plain/test-%)
 USER_BIN_asan	:= $(USER_UNIT:%=$(UB)/asan/test-%)
 USER_BIN_tsan	:= $(USER_TSAN:%=$(UB)/tsan/test-%)
 USER_BIN_crash	:= $(UB)/plain/test-crash
-USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-replay
+USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-replay \
+		   $(USER_FE_BIN)
 # The engines' own crash tests (selftests/user/*-crash.c, e.g. ccl-crash)
 # take minutes under ASan: run with the engines suite only when asked
 # (make USER_ENGINE_CRASH=1 check-user-engines).
