@@ -185,13 +185,6 @@ static int scan_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
 	return 0;
 }
 
-static int scan_count(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	container_of(sink, struct scan_chk, sink)->n++;
-	return 0;
-}
-
 static int ccl_check_image(struct crashsim *cs, const struct crashsim_point *pt,
 			   struct pmidx_pool *pool, int err, const char *why,
 			   void *arg)
@@ -325,31 +318,132 @@ static void ccl_long_nbatch7_recover1(void)
 
 /* ---- corrupted images: refused with an error, never a crash ---------- */
 
-static void exercise(struct pmidx_index *idx)
+/* ---- corrupted images ------------------------------------------------------ */
+
+/* What a scan returned: keys and values, in order. */
+struct kvset {
+	struct pmidx_scan_sink	sink;
+	unsigned int		n, cap;
+	struct { u32 kl, vl; u8 *k, *v; } *r;
+	bool			unordered;
+};
+
+static int kvset_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		      const u8 *val, u32 vlen)
 {
-	struct scan_chk sc = { .sink.emit = scan_count };
-	const char *why;
+	struct kvset *s = container_of(sink, struct kvset, sink);
+
+	if (s->n && pmidx_key_cmp(s->r[s->n - 1].k, s->r[s->n - 1].kl,
+				  key, klen) >= 0)
+		s->unordered = true;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->r = realloc(s->r, s->cap * sizeof(*s->r));
+		BUG_ON(!s->r);
+	}
+	s->r[s->n].kl = klen;
+	s->r[s->n].vl = vlen;
+	s->r[s->n].k = malloc(klen);
+	s->r[s->n].v = malloc(vlen + 1);
+	BUG_ON(!s->r[s->n].k || !s->r[s->n].v);
+	memcpy(s->r[s->n].k, key, klen);
+	memcpy(s->r[s->n].v, val, vlen);
+	s->n++;
+	return 0;
+}
+
+static void kvset_free(struct kvset *s)
+{
+	while (s->n--) {
+		free(s->r[s->n].k);
+		free(s->r[s->n].v);
+	}
+	free(s->r);
+	memset(s, 0, sizeof(*s));
+	s->sink.emit = kvset_emit;
+}
+
+static bool kvset_eq(const struct kvset *a, const struct kvset *b)
+{
+	unsigned int i;
+
+	if (a->n != b->n)
+		return false;
+	for (i = 0; i < a->n; i++)
+		if (a->r[i].kl != b->r[i].kl || a->r[i].vl != b->r[i].vl ||
+		    memcmp(a->r[i].k, b->r[i].k, a->r[i].kl) ||
+		    memcmp(a->r[i].v, b->r[i].v, a->r[i].vl))
+			return false;
+	return true;
+}
+
+/*
+ * An attached index whose CHECK passed must be what CHECK says: a scan in
+ * strict order with as many keys as CHECK counted, every scanned key
+ * answering get with the scanned value, the keys it does not hold
+ * answering -ENOENT. Return: a reason, or NULL.
+ */
+static const char *consistent(struct pmidx_index *idx, u64 keys,
+			      struct kvset *s)
+{
+	u8 k[64], v[VMAX + 1];
+	unsigned int i, n;
+	u32 kl, vl;
+	int ret;
+
+	kvset_free(s);
+	if (idx->ops->scan(idx, NULL, 0, false, NULL, 0, &s->sink))
+		return "scan failed";
+	if (s->unordered)
+		return "scan out of order";
+	if (s->n != keys)
+		return "CHECK's key count differs from the scan";
+	for (i = 0; i < s->n; i++) {
+		vl = sizeof(v);
+		if (idx->ops->get(idx, s->r[i].k, s->r[i].kl, v, &vl) ||
+		    vl != s->r[i].vl || memcmp(v, s->r[i].v, vl))
+			return "a scanned key does not get its scanned value";
+	}
+	for (n = 0; n < 8 * NKEYS; n++) {
+		kl = key_of(n, k);
+		vl = sizeof(v);
+		ret = idx->ops->get(idx, k, kl, v, &vl);
+		for (i = 0; i < s->n; i++)
+			if (s->r[i].kl == kl && !memcmp(s->r[i].k, k, kl))
+				break;
+		if ((i < s->n) != !ret || (ret && ret != -ENOENT))
+			return "get and scan disagree on a key";
+	}
+	return NULL;
+}
+
+/*
+ * Writes on an image that attached: they succeed or fail with an errno,
+ * and an index whose CHECK passed still passes it after them.
+ */
+static const char *exercise(struct pmidx_index *idx, bool checked, u64 *keys)
+{
+	const char *why = NULL;
 	u8 k[64], v[VMAX];
 	unsigned int n;
 	u32 kl, vl;
-	u64 keys;
+	int ret;
 
-	for (n = 0; n < NKEYS; n++) {
-		kl = key_of(n, k);
-		vl = sizeof(v);
-		idx->ops->get(idx, k, kl, v, &vl);
-	}
-	idx->ops->scan(idx, NULL, 0, false, NULL, 0, &sc.sink);
-	idx->ops->check(idx, &keys, &why);
 	for (n = 0; n < NKEYS; n += 3) {
 		kl = key_of(n, k);
 		vl = val_of(n, v);
-		idx->ops->put(idx, k, kl, v, vl, 0);
-		idx->ops->del(idx, k, kl);
+		ret = idx->ops->put(idx, k, kl, v, vl, 0);
+		if (ret > 0 || (checked && ret))
+			return "a put on a sound index failed";
+		ret = idx->ops->del(idx, k, kl);
+		if (ret > 0 || (checked && ret))
+			return "a delete on a sound index failed";
 	}
 	ccl_gc_run(idx->priv);
+	if (checked && idx->ops->check(idx, keys, &why))
+		return why ? why : "CHECK fails after writes";
+	return NULL;
 }
-
 struct target {
 	u64	off;
 	u32	len;
@@ -376,18 +470,50 @@ static unsigned int targets(void *img, struct pmidx_index *idx,
 	return n;
 }
 
+/* Flip bits or overwrite bytes, mostly in the engine's own metadata. */
+static void corrupt(void *img, u64 data_off, struct target *tgt, unsigned int nt)
+{
+	unsigned int j, n = 1 + ut_rand(4);
+
+	for (j = 0; j < n; j++) {
+		u64 off = data_off + ut_rand(2U << 20);
+
+		if (ut_rand(4)) {
+			struct target *t = &tgt[ut_rand(nt)];
+
+			off = t->off + ut_rand(t->len);
+		}
+		if (ut_rand(2))
+			((u8 *)img)[off] ^= 1 << ut_rand(8);
+		else
+			((u8 *)img)[off & ~7ULL] = ut_rand(256);
+	}
+}
+
+/*
+ * A corrupted image is either refused with a reason (-EUCLEAN or -EIO
+ * and a why string) or attached; attached, CHECK either names what is
+ * wrong or passes, and then the index is what CHECK says (consistent())
+ * and takes writes, and a clean detach brings the same content back.
+ * The images without corruption always attach, pass CHECK and hold what
+ * the index held.
+ */
 static void ccl_corrupt(void)
 {
 	const u64 size = 32ULL << 20;
-	unsigned int i, j, refused = 0, opened = 0, idx_err = 0;
+	unsigned int i, refused = 0, flagged = 0, sound = 0;
+	struct kvset truth = { .sink.emit = kvset_emit };
+	struct kvset got = { .sink.emit = kvset_emit };
+	struct kvset again = { .sink.emit = kvset_emit };
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
-	const char *why = NULL;
+	const char *why = NULL, *bad;
 	void *base[2], *img;
 	u8 k[64], v[VMAX];
-	u64 data_off, id;
+	u64 data_off, id, keys;
 	unsigned int nt;
 	u32 kl, vl;
+	int err;
 	static struct target tgt[4096];
 
 	ccl_nbatch = 3;
@@ -407,46 +533,81 @@ static void ccl_corrupt(void)
 		if (id % 500 == 0)
 			UT_EQ(ccl_gc_run(idx->priv), 0);
 	}
+	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &truth.sink), 0);
+	UT_ASSERT(truth.n > 100);
 	data_off = le64_to_cpu(pool->sb.data_off);
 	nt = targets(img = base[0], idx, tgt);
 	base[1] = ut_img_dup(base[0], size);	/* a crash: log to replay */
 	pmidx_pool_close(pool);			/* and a clean detach */
 
-	for (i = 0; i < 400; i++) {
-		img = ut_img_dup(base[i % 2], size);
-		for (j = 0; j < 1 + ut_rand(4); j++) {
-			u64 off = data_off + ut_rand(2U << 20);
-
-			/* mostly the engine's own metadata */
-			if (ut_rand(4)) {
-				struct target *t = &tgt[ut_rand(nt)];
-
-				off = t->off + ut_rand(t->len);
-			}
-
-			if (ut_rand(2))
-				((u8 *)img)[off] ^= 1 << ut_rand(8);
-			else
-				((u8 *)img)[off & ~7ULL] = ut_rand(256);
-		}
-		pool = pmidx_pool_open(img, size, false, &why);
-		if (IS_ERR(pool)) {
-			refused++;
-		} else {
-			idx = pmidx_index_lookup(pool, "c");
-			if (idx && idx->opened) {
-				opened++;
-				exercise(idx);
-			} else {
-				idx_err++;
-			}
-			pmidx_pool_close(pool);
-		}
+	/* without corruption: always attaches, with the same content */
+	for (i = 0; i < 2; i++) {
+		img = ut_img_dup(base[i], size);
+		pool = ut_pool_open(img, size);
+		idx = pmidx_index_lookup(pool, "c");
+		UT_ASSERT(idx && idx->opened);
+		UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+		bad = consistent(idx, keys, &got);
+		UT_ASSERT_MSG(!bad, "uncorrupted %s image: %s",
+			      i ? "crash" : "clean", bad);
+		UT_ASSERT_MSG(kvset_eq(&truth, &got), "uncorrupted %s image lost data",
+			      i ? "crash" : "clean");
+		pmidx_pool_close(pool);
 		ut_img_free(img, size);
 	}
-	ut_note("ccl_corrupt: %u images, %u refused, %u opened and exercised",
-		i, refused, opened);
-	UT_EQ(idx_err, 0);
+
+	for (i = 0; i < 400; i++) {
+		img = ut_img_dup(base[i % 2], size);
+		corrupt(img, data_off, tgt, nt);
+		why = NULL;
+		pool = pmidx_pool_open(img, size, false, &why);
+		if (IS_ERR(pool)) {
+			err = PTR_ERR(pool);
+			UT_ASSERT_MSG((err == -EUCLEAN || err == -EIO) && why && *why,
+				      "image %u refused with %d (%s)", i, err,
+				      why ? why : "no reason");
+			refused++;
+			ut_img_free(img, size);
+			continue;
+		}
+		idx = pmidx_index_lookup(pool, "c");
+		/* the index table is checksummed: the index is there */
+		UT_ASSERT_MSG(idx && idx->opened, "image %u: index lost", i);
+		why = NULL;
+		if (idx->ops->check(idx, &keys, &why)) {
+			UT_ASSERT_MSG(why && *why, "image %u: CHECK fails silently", i);
+			flagged++;
+			bad = exercise(idx, false, &keys);
+			pmidx_pool_close(pool);
+			ut_img_free(img, size);
+			continue;
+		}
+		bad = consistent(idx, keys, &got);
+		UT_ASSERT_MSG(!bad, "image %u: CHECK passes but %s", i, bad);
+		bad = exercise(idx, true, &keys);
+		UT_ASSERT_MSG(!bad, "image %u: %s", i, bad);
+		bad = consistent(idx, keys, &got);	/* after the writes */
+		UT_ASSERT_MSG(!bad, "image %u after writes: %s", i, bad);
+		pmidx_pool_close(pool);
+		pool = ut_pool_open(img, size);
+		idx = pmidx_index_lookup(pool, "c");
+		UT_ASSERT(idx && idx->opened);
+		UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+		bad = consistent(idx, keys, &again);
+		UT_ASSERT_MSG(!bad && kvset_eq(&got, &again),
+			      "image %u: a clean detach changed the content", i);
+		sound++;
+		pmidx_pool_close(pool);
+		ut_img_free(img, size);
+	}
+	ut_note("ccl_corrupt: %u images, %u refused with a reason, %u attached "
+		"with CHECK naming the damage, %u attached sound", i, refused,
+		flagged, sound);
+	/* the generator must keep reaching both outcomes */
+	UT_ASSERT(refused > 20 && sound > 20);
+	kvset_free(&truth);
+	kvset_free(&got);
+	kvset_free(&again);
 	ut_img_free(base[0], size);
 	ut_img_free(base[1], size);
 }
