@@ -30,18 +30,10 @@
 #include <shim/store_trace.h>
 #include "core/super.h"
 #include "crashsim.h"
+#include "crashsim-model.h"
 
 #define LINE		64
 #define LINE_SHIFT	6
-
-struct cs_op {
-	u32		type;
-	u32		klen;
-	u8		*key;
-	u64		value;
-	const char	*tag;
-	bool		acked;
-};
 
 struct cs_pending {
 	u64		line;
@@ -101,8 +93,7 @@ struct crashsim {
 	u64				combos;		/* of the cands' choices */
 	unsigned long			*untraced;	/* lines ever untraced */
 
-	struct cs_op			*ops;
-	u32				nops, ops_cap;
+	struct cs_model			*model;
 
 	u64				rng;
 	struct crashsim_point		cur;
@@ -189,27 +180,10 @@ static bool cs_ignored(struct crashsim *cs)
 unsigned int crashsim_op_begin(struct crashsim *cs, u32 type, const char *tag,
 			       const void *key, u32 klen, u64 value)
 {
-	struct cs_op *op;
 	unsigned int id;
 
 	pthread_mutex_lock(&cs->lock);
-	if (cs->nops == cs->ops_cap) {
-		cs->ops_cap = cs->ops_cap ? 2 * cs->ops_cap : 64;
-		cs->ops = realloc(cs->ops, cs->ops_cap * sizeof(*cs->ops));
-		BUG_ON(!cs->ops);
-	}
-	id = cs->nops++;
-	op = &cs->ops[id];
-	memset(op, 0, sizeof(*op));
-	op->type = type;
-	op->tag = tag;
-	op->value = value;
-	op->klen = klen;
-	if (klen) {
-		op->key = malloc(klen);
-		BUG_ON(!op->key);
-		memcpy(op->key, key, klen);
-	}
+	id = cs_model_begin(cs->model, type, tag, key, klen, value);
 	pthread_mutex_unlock(&cs->lock);
 	return id;
 }
@@ -217,49 +191,15 @@ unsigned int crashsim_op_begin(struct crashsim *cs, u32 type, const char *tag,
 void crashsim_op_ack(struct crashsim *cs, unsigned int id)
 {
 	pthread_mutex_lock(&cs->lock);
-	BUG_ON(id >= cs->nops);
-	cs->ops[id].acked = true;
+	cs_model_ack(cs->model, id);
 	pthread_mutex_unlock(&cs->lock);
-}
-
-static bool op_is(const struct cs_op *op, const void *key, u32 klen)
-{
-	return op->type != CRASHSIM_OP_NOTE && op->klen == klen &&
-	       !memcmp(op->key, key, klen);
 }
 
 /* Called with cs->lock held (from a check) or from the workload thread. */
 void crashsim_expect(struct crashsim *cs, const void *key, u32 klen,
 		     struct crashsim_expect *e)
 {
-	bool present = false;
-	u64 value = 0;
-	unsigned int i, k;
-
-	e->n = 0;
-	for (i = 0; i < cs->nops; i++) {
-		const struct cs_op *op = &cs->ops[i];
-
-		if (!op_is(op, key, klen))
-			continue;
-		if (op->acked) {
-			present = op->type == CRASHSIM_OP_PUT;
-			value = present ? op->value : 0;
-		} else if (e->n < CRASHSIM_MAX_ALT - 1) {
-			/* in flight: its outcome is allowed too */
-			e->present[e->n] = op->type == CRASHSIM_OP_PUT;
-			e->value[e->n] = e->present[e->n] ? op->value : 0;
-			e->n++;
-		}
-	}
-	/* the definite state goes first */
-	for (k = e->n; k > 0; k--) {
-		e->present[k] = e->present[k - 1];
-		e->value[k] = e->value[k - 1];
-	}
-	e->present[0] = present;
-	e->value[0] = value;
-	e->n++;
+	cs_model_expect(cs->model, key, klen, e);
 }
 
 bool crashsim_expect_ok(const struct crashsim_expect *e, bool present, u64 value)
@@ -274,46 +214,17 @@ bool crashsim_expect_ok(const struct crashsim_expect *e, bool present, u64 value
 
 const u8 *crashsim_key(struct crashsim *cs, unsigned int n, u32 *klen)
 {
-	unsigned int i, j;
-
-	for (i = 0; i < cs->nops; i++) {
-		const struct cs_op *op = &cs->ops[i];
-
-		if (op->type == CRASHSIM_OP_NOTE)
-			continue;
-		for (j = 0; j < i; j++)
-			if (op_is(&cs->ops[j], op->key, op->klen))
-				break;
-		if (j < i)
-			continue;		/* seen before */
-		if (!n--) {
-			*klen = op->klen;
-			return op->key;
-		}
-	}
-	return NULL;
-}
-
-static const struct cs_op *note(struct crashsim *cs, const char *tag)
-{
-	unsigned int i;
-
-	for (i = 0; i < cs->nops; i++)
-		if (cs->ops[i].type == CRASHSIM_OP_NOTE && !strcmp(cs->ops[i].tag, tag))
-			return &cs->ops[i];
-	return NULL;
+	return cs_model_key(cs->model, n, klen);
 }
 
 bool crashsim_note_acked(struct crashsim *cs, const char *tag)
 {
-	const struct cs_op *op = note(cs, tag);
-
-	return op && op->acked;
+	return cs_model_note(cs->model, tag) > 0;
 }
 
 bool crashsim_note_started(struct crashsim *cs, const char *tag)
 {
-	return note(cs, tag);
+	return cs_model_note(cs->model, tag) >= 0;
 }
 
 static void print_partial(struct crashsim *cs);
@@ -1038,8 +949,7 @@ static void reset_images(struct crashsim *cs)
 	}
 	cs->events = 0;
 	cs->next = 0;
-	while (cs->nops)
-		free(cs->ops[--cs->nops].key);
+	cs_model_reset(cs->model);
 }
 
 static int model = -1;		/* --model: 1 prefix, 0 line; -1 not given */
@@ -1199,7 +1109,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 	struct crashsim *cs = calloc(1, sizeof(*cs));
 	struct timespec t0, t1;
 	void (*old_abrt)(int);
-	u64 total, i;
+	u64 total;
 	int ret = -ENOMEM;
 
 	memset(res, 0, sizeof(*res));
@@ -1228,6 +1138,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 		goto out;
 	}
 	pthread_mutex_init(&cs->lock, NULL);
+	cs->model = cs_model_new();
 	cs->work = map_zero(cs->size);
 	cs->media = map_zero(cs->size);
 	cs->scratch = map_zero(cs->size);
@@ -1251,9 +1162,8 @@ int crashsim_run(const struct crashsim_config *cfg,
 	}
 	total = cs->events;
 	res->events = total + 1;
-	for (i = 0; i < cs->nops; i++)
-		res->acked += cs->ops[i].acked;
-	res->ops = cs->nops;
+	res->acked = cs_model_acked(cs->model);
+	res->ops = cs_model_ops(cs->model);
 
 	/* pass 2: crash at the chosen points */
 	cs->points = calloc(total + 1, sizeof(u64));
@@ -1287,9 +1197,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	res->seconds = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	while (cs->nops)
-		free(cs->ops[--cs->nops].key);
-	free(cs->ops);
+	cs_model_free(cs->model);
 	free(cs->points);
 	free(cs->pend);
 	free(cs->pend_slot);

@@ -89,6 +89,7 @@ USER_CORE_SRC	:= $(wildcard kmod/core/*.c)
 USER_ENGINE_SRC	:= $(wildcard kmod/engines/*/*.c)
 USER_SHIM_SRC	:= $(wildcard tools/testing/shim/*.c)
 USER_TOOL_SRC	:= tools/testing/pool_file.c tools/testing/crashsim.c \
+		   tools/testing/crashsim-model.c \
 		   tools/testing/xpline.c selftests/user/harness.c
 USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
@@ -253,6 +254,7 @@ USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-repl
 # (make USER_ENGINE_CRASH=1 check-user-engines).
 USER_ENG_CRASH	:= $(if $(USER_ENGINE_CRASH),$(USER_ENG_CRASH_ALL))
 USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
+		    $(UB)/plain/test-lifetime $(UB)/asan/test-lifetime \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
 # The prefix model (crashsim.h) in the prefix build: the simulator's
 # self-test and the core's workloads, the engines' key/value crash
