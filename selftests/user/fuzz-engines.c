@@ -30,26 +30,28 @@
  *               nodes and pointers without knowing their format
  *     3 ZERO    OBJ OFF u8 len (1..64)
  *     4 RAW     u32 pool offset, u8 mask (anywhere at all)
- *     5 RESEAL  OBJ: the engine recomputes the object's check words
+ *     5 RESEAL  OBJ: the object's check words are recomputed (blob
+ *               headers; the engine's own: uTree nodes, chunks, images)
  *     6 FORGE   OBJ u16 entry WORD WORD u16 ts u8 flags: a log entry with
- *               a valid check, written by the core's own log code; WORD
- *               = u8 mode, then by mode & 3: 0 u64, 1 OBJ (its offset),
- *               2 u8, 3 u8 (a key of exactly 8 bytes of the base image)
+ *               a valid check, written by the core's own log code, into
+ *               a log chunk; WORD = u8 mode, then by mode & 3: 0 u64,
+ *               1 OBJ (its offset), 2 u8, 3 u8 (a key of exactly 8 bytes
+ *               of the base image); flags: bits 0..3 the entry's, bit 7
+ *               a timestamp just below 2^48 (else one of the image's)
  *     7 FLIP    OBJ OFF u8 bit: flips a bit of an 8-byte word
  *
  * Then pmidx_pool_open() must refuse with a negative errno and a reason,
- * or attach. Attached: every index passes its engine's check, scans in
- * strictly ascending order as many keys as the check counted, finds what
- * the scan returned, stands a put and a delete, and a clean detach
- * re-attaches cleanly with the same contents. No WARN (fatal), sanitizer
- * report, leak or hang is allowed.
+ * or attach. Attached: every index passes its engine's check (else a
+ * check gap, see check_gap()), scans in strictly ascending order as many
+ * keys as the check counted, finds what the scan returned, stands a put
+ * and a delete, and a clean detach re-attaches with the same contents.
+ * No WARN (fatal), sanitizer report, leak or hang is allowed.
  *
  *   fuzz-engines --make-seeds DIR    writes the seed corpus
  *   fuzz-engines --list-objects      prints the base images' objects
  *
  * Statistics are printed at exit: executions in total and per engine.
- * Under the plain driver, PMIDX_FUZZ_ARTIFACTS=DIR keeps the input that
- * failed as DIR/crash-fuzz-engines.
+ * The environment variables: see LLVMFuzzerInitialize().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +75,11 @@
 #include "engines/utree/utree.h"
 
 #define FE_SIZE		PMIDX_MIN_POOL_SIZE
-#define FE_KEYS		300		/* keys of an image's first index */
+/*
+ * Keys per index: in an engine's own pool 1000 (over 64 ccl leaves, over
+ * 1024 log entries per recovery worker) and 60; in the pool of all, 300.
+ */
+#define FE_KEYS		1000
 #define FE_HANG_S	10
 #define FE_MAX_ENGINES	8
 
@@ -677,7 +683,7 @@ static void build_base(unsigned int b)
 			snprintf(name, sizeof(name), "%s%u", en, n);
 			if (pmidx_index_create(pool, name, engines[e].id, &idx, &why))
 				die("index create", why);
-			workload(crash, idx, n ? FE_KEYS / 5 : FE_KEYS);
+			workload(crash, idx, b < FE_NENG ? (n ? 60 : FE_KEYS) : 300);
 		}
 	}
 	snprintf(crash->name, sizeof(crash->name), "%s-crash",
@@ -743,6 +749,8 @@ static void prepare(void)
 		objects_of(&images[b]);
 	/* PMIDX_FUZZ_ENGINES=ccl,...: only the images of those engines */
 	only = getenv("PMIDX_FUZZ_ENGINES");
+	if (only && !*only)
+		only = NULL;
 	for (e = 0; e < FE_NENG; e++)
 		if (!only || strstr(only, pmidx_engine_name(engines[e].id)))
 			mask |= BIT(e);
@@ -916,8 +924,14 @@ static void apply(u8 *img_in, const struct fe_image *im, struct rd *r)
 			note("  to", o2, off2, len);
 			break;
 		case 5:
-			if (o->eng != 0xff && engines[o->eng].reseal)
+			if (o->kind == FK_BLOB) {
+				/* the core's blob header: len_check = ~len */
+				struct pmidx_blob *b = (void *)(img + o->off);
+
+				b->len_check = cpu_to_le32(~le32_to_cpu(b->len));
+			} else if (o->eng != 0xff && engines[o->eng].reseal) {
 				engines[o->eng].reseal(img, o);
+			}
 			note("reseal", o, 0, 0);
 			break;
 		case 6: {
@@ -1428,13 +1442,14 @@ static void make_seeds(const char *dir)
 				put_bytes(&s, 15, 1);
 				SEED("%s-flip-zero", kind_name[k]);
 			}
-			if (k == FK_NODE || k == FK_CHUNK || k == FK_IMAGE) {
-				/* node: value length; chunk: id; image: count */
+			if (k == FK_NODE || k == FK_CHUNK || k == FK_IMAGE || k == FK_BLOB) {
+				/* node: key length; chunk: id; image: count; blob: length */
 				START(0);
 				put_bytes(&s, 1 | 3 << 3, 1);	/* SET64 += */
 				put_bytes(&s, k, 1);
 				put_bytes(&s, idx, 1);
-				put_bytes(&s, k == FK_NODE ? 24 : k == FK_CHUNK ? 24 : 8, 2);
+				put_bytes(&s, k == FK_NODE || k == FK_CHUNK ? 24 :
+					  k == FK_IMAGE ? 8 : 0, 2);
 				put_bytes(&s, 1, 1);
 				put_bytes(&s, 5, 1);		/* RESEAL */
 				put_bytes(&s, k, 1);
