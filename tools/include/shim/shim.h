@@ -34,6 +34,7 @@ void shim_random_seed(u64 seed);
 
 /* Bind the calling thread to CPU @cpu (< nr_cpu_ids). */
 void shim_set_cpu(int cpu);
+void shim_cpu_unbind(void);
 
 /* Join every work item still outstanding on any queue. */
 void shim_workqueue_drain(void);

@@ -166,6 +166,7 @@ static __thread int preempt_depth;
 static struct {
 	pthread_mutex_t	lock;		/* held by a preempt_disable() section */
 	unsigned int	bound;		/* live threads bound to the CPU */
+	bool		busy;		/* a section holds it (a hint) */
 } cpus[SHIM_NR_CPUS_MAX];
 static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t cpu_key;
@@ -203,18 +204,37 @@ static void cpu_bind(int cpu)
 	pthread_setspecific(cpu_key, (void *)(uintptr_t)(cpu + 1));
 }
 
-/* Bind the calling thread to the least used CPU (lowest id on a tie). */
+/*
+ * Bind the calling thread to the least used CPU (lowest id on a tie),
+ * preferring one no section holds: a thread started by one that stopped
+ * inside a section (the crash simulator's checker) must not wait for it.
+ */
 int shim_cpu_bind(void)
 {
 	unsigned int i, best = 0;
 
 	pthread_mutex_lock(&cpus_lock);
-	for (i = 1; i < nr_cpu_ids; i++)
-		if (cpus[i].bound < cpus[best].bound)
+	for (i = 1; i < nr_cpu_ids; i++) {
+		bool ib = __atomic_load_n(&cpus[i].busy, __ATOMIC_RELAXED);
+		bool bb = __atomic_load_n(&cpus[best].busy, __ATOMIC_RELAXED);
+
+		if (ib != bb ? !ib : cpus[i].bound < cpus[best].bound)
 			best = i;
+	}
 	pthread_mutex_unlock(&cpus_lock);
 	cpu_bind(best);
 	return best;
+}
+
+/* The calling thread gives its CPU up; its next use binds it again. */
+void shim_cpu_unbind(void)
+{
+	BUG_ON(preempt_depth);
+	if (shim_this_cpu < 0)
+		return;
+	pthread_setspecific(cpu_key, NULL);
+	cpu_unbind((void *)(uintptr_t)(shim_this_cpu + 1));
+	shim_this_cpu = -1;
 }
 
 void shim_set_cpu(int cpu)
@@ -228,8 +248,10 @@ void shim_preempt_disable(void)
 {
 	int cpu = raw_smp_processor_id();
 
-	if (preempt_depth++ == 0)
+	if (preempt_depth++ == 0) {
 		pthread_mutex_lock(&cpus[cpu].lock);
+		__atomic_store_n(&cpus[cpu].busy, true, __ATOMIC_RELAXED);
+	}
 	shim_atomic_depth++;
 	barrier();
 }
@@ -239,8 +261,10 @@ void shim_preempt_enable(void)
 	barrier();
 	shim_atomic_depth--;
 	BUG_ON(preempt_depth <= 0);
-	if (--preempt_depth == 0)
+	if (--preempt_depth == 0) {
+		__atomic_store_n(&cpus[shim_this_cpu].busy, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
+	}
 }
 
 /* ---- randomness ---------------------------------------------------------- */

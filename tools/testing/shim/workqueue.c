@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Userspace shim: workqueues with one thread per queued item (see
- * <linux/workqueue.h>). A record per started item outlives the item, so
+ * Userspace shim: workqueues that run each queued item on a thread of its
+ * own (see <linux/workqueue.h>): an idle pooled worker when there is one,
+ * else a new one, which joins the pool when its item is done (up to
+ * POOL_IDLE_MAX idle workers; thread creation dominated the crash
+ * simulator's attaches). A record per started item outlives the item, so
  * flushing never dereferences a work_struct that its function freed.
  */
 #include <pthread.h>
@@ -26,13 +29,23 @@ struct work_run {
 	struct work_struct	*work;		/* identity only, never dereferenced after start */
 	work_func_t		func;
 	void			*ctx;		/* shim_thread_ctx() of the queuer */
-	pthread_t		thread;
-	bool			joining;
+	bool			done;		/* the function returned */
 };
 
+/* A pooled thread: runs one item at a time, then waits for the next. */
+struct worker {
+	struct list_head	node;		/* in idle, protected by wq_lock */
+	pthread_cond_t		cond;
+	struct work_run		*run;		/* handed over under wq_lock */
+};
+
+#define POOL_IDLE_MAX	64
+
 static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;	/* a run is done */
 static LIST_HEAD(runs);
+static LIST_HEAD(idle);
+static unsigned int nidle;
 static unsigned long threads_started;
 
 static struct workqueue_struct wq_system = { "events" };
@@ -59,13 +72,63 @@ void shim_set_thread_ctx(void *ctx)
 
 static void *work_thread(void *arg)
 {
-	struct work_run *run = arg;
-	struct work_struct *work = run->work;
+	struct worker *w = arg;
+	struct work_run *run;
 
-	thread_ctx = run->ctx;
-	__atomic_store_n(&work->pending, 0, __ATOMIC_RELEASE);
-	run->func(work);
+	pthread_mutex_lock(&wq_lock);
+	for (;;) {
+		while (!(run = w->run))
+			pthread_cond_wait(&w->cond, &wq_lock);
+		w->run = NULL;
+		pthread_mutex_unlock(&wq_lock);
+
+		thread_ctx = run->ctx;
+		__atomic_store_n(&run->work->pending, 0, __ATOMIC_RELEASE);
+		run->func(run->work);
+		thread_ctx = NULL;
+		/* an idle worker holds no CPU: new threads spread as before */
+		shim_cpu_unbind();
+
+		pthread_mutex_lock(&wq_lock);
+		run->done = true;
+		pthread_cond_broadcast(&wq_cond);
+		if (nidle >= POOL_IDLE_MAX)
+			break;
+		list_add(&w->node, &idle);
+		nidle++;
+	}
+	pthread_mutex_unlock(&wq_lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
 	return NULL;
+}
+
+/* Hand @run to a worker; wq_lock held. Return: false when none can run it. */
+static bool start_run(struct work_run *run)
+{
+	struct worker *w;
+	pthread_t t;
+
+	if (nidle) {
+		w = list_first_entry(&idle, struct worker, node);
+		list_del(&w->node);
+		nidle--;
+		w->run = run;
+		pthread_cond_signal(&w->cond);
+		return true;
+	}
+	w = calloc(1, sizeof(*w));
+	BUG_ON(!w);
+	pthread_cond_init(&w->cond, NULL);
+	w->run = run;
+	if (pthread_create(&t, NULL, work_thread, w)) {
+		pthread_cond_destroy(&w->cond);
+		free(w);
+		return false;
+	}
+	pthread_detach(t);
+	threads_started++;
+	return true;
 }
 
 bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
@@ -84,7 +147,7 @@ bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
 	run->func = work->func;
 	run->ctx = thread_ctx;
 	pthread_mutex_lock(&wq_lock);
-	if (pthread_create(&run->thread, NULL, work_thread, run)) {
+	if (!start_run(run)) {
 		pthread_mutex_unlock(&wq_lock);
 		free(run);
 		/* No thread to be had: run it here, still "asynchronously done". */
@@ -92,7 +155,6 @@ bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
 		work->func(work);
 		return true;
 	}
-	threads_started++;
 	list_add_tail(&run->node, &runs);
 	pthread_mutex_unlock(&wq_lock);
 	return true;
@@ -104,40 +166,29 @@ static bool run_matches(struct work_run *run, struct workqueue_struct *wq,
 	return (!wq || run->wq == wq) && (!work || run->work == work);
 }
 
-/* Join every run on @wq (any queue if NULL) of @work (any if NULL). */
+/* Wait for every run on @wq (any queue if NULL) of @work (any if NULL). */
 static bool join_runs(struct workqueue_struct *wq, struct work_struct *work)
 {
-	struct work_run *run, *found;
+	struct work_run *run, *tmp;
 	bool joined = false, busy;
 
 	pthread_mutex_lock(&wq_lock);
 	for (;;) {
-		found = NULL;
 		busy = false;
-		list_for_each_entry(run, &runs, node) {
+		list_for_each_entry_safe(run, tmp, &runs, node) {
 			if (!run_matches(run, wq, work))
 				continue;
-			busy = true;
-			if (!run->joining) {
-				found = run;
-				break;
+			if (!run->done) {
+				busy = true;
+				continue;
 			}
+			list_del(&run->node);
+			free(run);
+			joined = true;
 		}
 		if (!busy)
 			break;
-		if (!found) {
-			/* another thread is joining a matching run */
-			pthread_cond_wait(&wq_cond, &wq_lock);
-			continue;
-		}
-		found->joining = true;
-		pthread_mutex_unlock(&wq_lock);
-		pthread_join(found->thread, NULL);
-		pthread_mutex_lock(&wq_lock);
-		list_del(&found->node);
-		free(found);
-		pthread_cond_broadcast(&wq_cond);
-		joined = true;
+		pthread_cond_wait(&wq_cond, &wq_lock);
 	}
 	pthread_mutex_unlock(&wq_lock);
 	return joined;
