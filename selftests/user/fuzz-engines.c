@@ -18,8 +18,9 @@
  *
  *   byte 0   base image (modulo their number; image = base * 2 + crash)
  *   byte 1   bit 0 attach in eADR mode; bit 1 run the engine's own
- *            maintenance after attach (ccl: a log GC); bits 2..7 seed
- *            the operations
+ *            maintenance after attach (ccl: a log GC); bit 7 end with a
+ *            recovery trace of the final state; bits 2..7 seed the
+ *            operations
  *   records  u8 op, then by op & 7 (OBJ = u8 kind, u8 index: the index-th
  *            object of that kind, or of the next kind present; OFF = u16,
  *            modulo the object's length):
@@ -44,8 +45,9 @@
  * or attach. Attached: every index passes its engine's check (else a
  * check gap, see check_gap()), scans in strictly ascending order as many
  * keys as the check counted, finds what the scan returned, stands a put
- * and a delete, and a clean detach re-attaches with the same contents.
- * No WARN (fatal), sanitizer report, leak or hang is allowed.
+ * and a delete, and a clean detach re-attaches with the same contents
+ * (and so does a recovery trace, when byte 1 asks). No WARN (fatal),
+ * sanitizer report, leak or hang is allowed.
  *
  *   fuzz-engines --make-seeds DIR    writes the seed corpus
  *   fuzz-engines --list-objects      prints the base images' objects
@@ -171,7 +173,7 @@ static u8 pick[FE_NIMG], npick;
 
 static struct {
 	unsigned long	execs, eng[FE_MAX_ENGINES], attached, refused, forged;
-	unsigned long	gaps;
+	unsigned long	gaps, leaks;
 	unsigned long	img[FE_NIMG];
 } st;
 
@@ -980,6 +982,14 @@ static void apply(u8 *img_in, const struct fe_image *im, struct rd *r)
 
 /* ---- exercising an attached pool ------------------------------------------ */
 
+static u64 alloc_objects(struct pmidx_pool *pool)
+{
+	struct pmidx_alloc_stats as;
+
+	pmidx_alloc_get_stats(&pool->alloc, &as);
+	return as.objects;
+}
+
 #define FE_PICKS	4
 
 struct fe_sink {
@@ -1187,11 +1197,12 @@ static u64 exercise_index(const struct fe_image *im, struct pmidx_index *idx,
 }
 
 static void run_one(const struct fe_image *im, u8 *img, bool eadr, bool extra,
-		    u64 seed)
+		    bool trace, u64 seed)
 {
 	u64 digest[PMIDX_MAX_INDEXES] = {};
 	bool bad[PMIDX_MAX_INDEXES] = {}, any_bad = false, was_bad;
 	struct pmidx_pool *pool;
+	u64 objects;
 	struct fe_sink *s;
 	const char *why = NULL;
 	unsigned int i, e;
@@ -1237,6 +1248,41 @@ static void run_one(const struct fe_image *im, u8 *img, bool eadr, bool extra,
 		    !was_bad)
 			finding(im, "index %s: %s by a clean detach and attach",
 				idx->name, bad[i] ? "broken" : "contents changed");
+		any_bad |= bad[i];
+	}
+	/*
+	 * The same state after a crash (when the input asks: a trace costs
+	 * as much as the rest): a recovery trace must take what passed the
+	 * check, with the same contents. It catches what a clean attach
+	 * cannot see (objects owned twice, a clean attach trusting what the
+	 * trace checks), and counts what only the trace frees.
+	 */
+	if (!trace) {
+		free(s);
+		pmidx_pool_close(pool);
+		return;
+	}
+	objects = alloc_objects(pool);
+	pool->needs_trace = true;
+	pmidx_pool_close(pool);
+	pool = pmidx_pool_open(img, FE_SIZE, eadr, &why);
+	if (IS_ERR(pool)) {
+		if (!any_bad)
+			finding(im, "a recovery trace refuses what passed the check: %ld (%s)",
+				PTR_ERR(pool), why ? why : "no reason");
+		free(s);
+		return;
+	}
+	if (alloc_objects(pool) < objects)
+		st.leaks++;
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		struct pmidx_index *idx = pool->indexes[i];
+
+		if (!idx || !idx->opened || bad[i])
+			continue;
+		if (verify(im, idx, s, "after a recovery trace", &bad[i]) != digest[i])
+			finding(im, "index %s: %s by a recovery trace", idx->name,
+				bad[i] ? "broken" : "contents changed");
 	}
 	free(s);
 	pmidx_pool_close(pool);
@@ -1269,7 +1315,7 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	/* after apply(): forging may allocate in the scratch log */
 	km = shim_kmalloc_live();
 	pc = shim_percpu_live();
-	run_one(im, img, flags & 1, flags & 2, (u64)flags << 32 | size);
+	run_one(im, img, flags & 1, flags & 2, flags & 0x80, (u64)flags << 32 | size);
 	shim_workqueue_drain();
 	munmap(img, FE_SIZE);
 	if (shim_kmalloc_live() != km || shim_percpu_live() != pc)
@@ -1308,8 +1354,8 @@ static void print_stats(void)
 			      pmidx_engine_name(engines[e].id), st.eng[e]);
 	if (n < (int)sizeof(line))
 		snprintf(line + n, sizeof(line) - n,
-			 "), %lu attached, %lu refused, %lu forged log entries, %lu check gaps\n",
-			 st.attached, st.refused, st.forged, st.gaps);
+			 "), %lu attached, %lu refused, %lu forged log entries, %lu space leaks, %lu check gaps\n",
+			 st.attached, st.refused, st.forged, st.leaks, st.gaps);
 	fputs(line, stderr);
 	for (e = 0; e < FE_GAP_REASONS && gaps[e].why; e++)
 		fprintf(stderr, "# fuzz-engines: check gap: %s: %s (%lu times%s)\n",
@@ -1383,7 +1429,8 @@ static bool structural(unsigned int k)
  * images of one engine, per kind of object an XOR (plus a SET64 of a
  * blob's offset), FLIP and ZERO for the structural kinds, RESEAL behind
  * a change where the engine has check words; forged and copied log
- * entries where there is a log; a RAW write.
+ * entries where there is a log; a RAW write. Those with flags 0x80 end
+ * with a recovery trace.
  */
 static void make_seeds(const char *dir)
 {
@@ -1404,7 +1451,7 @@ static void make_seeds(const char *dir)
 		} while (0)
 #define START(fl) do { s.n = 0; put_bytes(&s, i, 1); put_bytes(&s, fl, 1); } while (0)
 
-		START(0);
+		START(0x82);
 		SEED("attach");
 		for (k = 0; k < FK_NR && one; k++) {
 			u32 idx = im->count[k] / 2, len;
@@ -1412,7 +1459,7 @@ static void make_seeds(const char *dir)
 			if (!im->count[k])
 				continue;
 			len = im->obj[im->first[k] + idx].len;
-			START(4 * k + 2);
+			START(0x80 | (4 * k + 2));
 			put_bytes(&s, 0, 1);		/* XOR */
 			put_bytes(&s, k, 1);
 			put_bytes(&s, idx, 1);
@@ -1461,7 +1508,7 @@ static void make_seeds(const char *dir)
 			u32 ents = im->obj[im->first[FK_LOG]].len / PMIDX_WAL_ENT_SIZE;
 
 			/* a put of a blob key and value, a tombstone of a key */
-			START(2);
+			START(0x82);
 			put_bytes(&s, 6, 1);
 			put_bytes(&s, FK_LOG, 1);
 			put_bytes(&s, 0, 1);
@@ -1485,6 +1532,22 @@ static void make_seeds(const char *dir)
 			put_bytes(&s, 3, 2);
 			put_bytes(&s, CCL_F_TOMB, 1);
 			SEED("log-forge");
+			/* a newer value (a blob) for an 8-byte key, twice */
+			START(0x80);
+			for (k = 0; k < 2; k++) {
+				put_bytes(&s, 6, 1);
+				put_bytes(&s, FK_LOG, 1);
+				put_bytes(&s, 0, 1);
+				put_bytes(&s, ents + k, 2);
+				put_bytes(&s, 3, 1);
+				put_bytes(&s, 1, 1);
+				put_bytes(&s, 1, 1);
+				put_bytes(&s, FK_BLOB, 1);
+				put_bytes(&s, 5, 1);
+				put_bytes(&s, im->writes + 10, 2);
+				put_bytes(&s, CCL_F_VIND, 1);
+			}
+			SEED("log-forge-update");
 			if (one) {
 				/* a valid entry copied over a later one */
 				START(0);
