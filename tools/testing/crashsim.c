@@ -770,10 +770,14 @@ static void build_prefix_image(struct crashsim *cs, unsigned int v)
 	cs->cur.partial_lines = partial;
 }
 
-/* After a failure: which lines arrived with only some of their stores. */
+/*
+ * After a failure: which lines arrived with only some of their stores,
+ * and where the first store that did not arrive went (line offset+bytes).
+ */
 static void print_partial(struct crashsim *cs)
 {
 	unsigned int shown = 0;
+	const u8 *r;
 	u64 i;
 
 	for (i = 0; i < cs->ncand && shown < 8; i++) {
@@ -781,9 +785,12 @@ static void print_partial(struct crashsim *cs)
 
 		if (!p->traced || !p->pick || p->pick == p->choices - 1)
 			continue;
-		printf("%s line %#llx: %u of %u stores", shown++ ? "," : "#   partly:",
+		r = log_of(cs, p->line)->rec;
+		r += log_pos(log_of(cs, p->line), p->pick);
+		printf("%s line %#llx: %u of %u stores, not +%u:%u",
+		       shown++ ? "," : "#   partly:",
 		       (unsigned long long)(p->line << LINE_SHIFT), p->pick,
-		       p->choices - 1);
+		       p->choices - 1, r[0], r[1]);
 	}
 	if (shown)
 		printf("\n");
