@@ -31,9 +31,10 @@
  * combination of per-line prefixes when there are at most prefix_images,
  * else random per-line prefixes up to prefix_images images. A line whose
  * media plus its recorded stores is not its working copy was written by
- * something not traced (a test writing into the image): it arrives as in
- * the line model and is counted (untraced_lines). Past 64 pending stores
- * a line's two oldest are merged into one (merged_stores).
+ * something not traced (a test writing into the image, another thread's
+ * store not reported yet): it arrives as in the line model and is counted
+ * (untraced_lines). A store that changes nothing is not recorded; past 64
+ * pending stores a line's two oldest are merged into one (merged_stores).
  *
  * (In eADR mode there is one image per point: the working copy.) Each
  * image is attached (recovery), checked by the workload's checker,
