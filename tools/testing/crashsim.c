@@ -70,6 +70,7 @@ struct crashsim {
 	const struct crashsim_workload	*wl;
 	struct crashsim_result		*res;
 	u8				*work, *media, *scratch;
+	int				media_fd;	/* media[]'s memfd */
 	u64				size, nlines;
 
 	pthread_mutex_t			lock;	/* hooks and everything below */
@@ -340,6 +341,22 @@ static void save_image(struct crashsim *cs)
 
 static void build_prefix_image(struct crashsim *cs, unsigned int v);
 
+/*
+ * scratch[] := media[]. media[] is a shared mapping of a memfd and
+ * scratch[] a private one of the same file, mapped anew over the old:
+ * pages recovery never touches are never copied, so an image costs what
+ * recovery reads and writes, not the pool size. media[] does not change
+ * while an image is checked (commits happen under cs->lock, which the
+ * check holds), so the pages scratch[] has not copied yet stay right.
+ */
+static void scratch_from_media(struct crashsim *cs)
+{
+	void *p = mmap(cs->scratch, cs->size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_FIXED, cs->media_fd, 0);
+
+	BUG_ON(p != cs->scratch);
+}
+
 /* Build variant @v of the current point into scratch[]. */
 static void build_image(struct crashsim *cs, unsigned int v)
 {
@@ -357,7 +374,7 @@ static void build_image(struct crashsim *cs, unsigned int v)
 		build_prefix_image(cs, v);
 		return;
 	}
-	memcpy(cs->scratch, cs->media, cs->size);
+	scratch_from_media(cs);
 	if (v >= 2)
 		pct = (unsigned int[]){ 10, 50, 90 }[v % 3];
 	for (i = 0; i < cs->ndirty; i++) {
@@ -747,7 +764,7 @@ static void build_prefix_image(struct crashsim *cs, unsigned int v)
 {
 	u64 i, arrived = 0, partial = 0;
 
-	memcpy(cs->scratch, cs->media, cs->size);
+	scratch_from_media(cs);
 	pick_prefixes(cs, v);
 	for (i = 0; i < cs->ncand; i++) {
 		const struct cs_cand *p = &cs->cand[i];
@@ -944,6 +961,32 @@ static void *map_zero(u64 size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* media[] shared and scratch[] private on one memfd (scratch_from_media()) */
+static int map_media(struct crashsim *cs)
+{
+	int fd = memfd_create("crashsim-media", MFD_CLOEXEC);
+	void *m, *sc;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, cs->size))
+		goto err;
+	m = mmap(NULL, cs->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		goto err;
+	sc = mmap(NULL, cs->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (sc == MAP_FAILED) {
+		munmap(m, cs->size);
+		goto err;
+	}
+	cs->media = m;
+	cs->scratch = sc;
+	return fd;
+err:
+	close(fd);
+	return -1;
+}
+
 static void reset_images(struct crashsim *cs)
 {
 	memset(cs->work, 0, cs->size);
@@ -1123,6 +1166,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 	if (!cs)
 		return -ENOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cs->media_fd = -1;
 	cs->cfg = *cfg;
 	if (!cs->cfg.pool_size)
 		cs->cfg.pool_size = PMIDX_MIN_POOL_SIZE;
@@ -1147,10 +1191,9 @@ int crashsim_run(const struct crashsim_config *cfg,
 	pthread_mutex_init(&cs->lock, NULL);
 	cs->model = cs_model_new();
 	cs->work = map_zero(cs->size);
-	cs->media = map_zero(cs->size);
-	cs->scratch = map_zero(cs->size);
+	cs->media_fd = map_media(cs);
 	cs->pend_slot = calloc(cs->nlines, sizeof(*cs->pend_slot));
-	if (!cs->work || !cs->media || !cs->scratch || !cs->pend_slot)
+	if (!cs->work || cs->media_fd < 0 || !cs->pend_slot)
 		goto out;
 	if (cs->prefix) {
 		cs->log_slot = calloc(cs->nlines, sizeof(*cs->log_slot));
@@ -1221,6 +1264,8 @@ out:
 		munmap(cs->media, cs->size);
 	if (cs->scratch)
 		munmap(cs->scratch, cs->size);
+	if (cs->media_fd >= 0)
+		close(cs->media_fd);
 	free(cs);
 	return ret;
 }
