@@ -10,11 +10,18 @@
  *     no Deleted bit or odd Version left over, keys strictly rising;
  *   - the two layers against each other: the n-th list node is the n-th
  *     tree entry, with the same key prefix and length;
- *   - the counts: keys counter, chunk list length, free-node accounting.
+ *   - the counts: keys counter, chunk list length, free-node accounting;
+ *   - ownership: no object (node chunk, tracker table, image, key or
+ *     value blob) is referenced twice. A clean open reads no node, so a
+ *     blob word naming another node's blob gets this far; an update of
+ *     either node would then free a blob the other still uses.
  */
 #include <linux/bitmap.h>
 #include <linux/errno.h>
+#include <linux/minmax.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
+#include "core/alloc.h"
 #include "core/blob.h"
 #include "utree.h"
 
@@ -46,14 +53,81 @@ void ut_thaw(struct utree *t)
 	mutex_unlock(&t->gate);
 }
 
-/* Lower-layer checks of one list node. */
-static const char *check_node(struct utree *t, u64 off, u32 *klen)
+/*
+ * The objects an index references, one entry each: the offset (at least
+ * PMIDX_MIN_OBJ aligned, checked before it is added) with its kind in
+ * the low bits.
+ */
+enum { REF_CHUNK, REF_TRACKERS, REF_IMAGE, REF_KBLOB, REF_VBLOB };
+
+static const char *const ref_twice[] = {
+	[REF_CHUNK]	= "node chunk referenced twice",
+	[REF_TRACKERS]	= "tracker table also referenced as another object",
+	[REF_IMAGE]	= "tree image also referenced as another object",
+	[REF_KBLOB]	= "list node key blob shared with another reference",
+	[REF_VBLOB]	= "list node value blob shared with another reference",
+};
+
+struct refs {
+	u64	*v;
+	size_t	n, cap;
+};
+
+static void ref_add(struct refs *r, u64 off, unsigned int kind)
 {
-	struct pmidx_alloc *a = &t->pool->alloc;
-	const struct pmidx_blob *b;
+	if (r->n < r->cap)
+		r->v[r->n++] = off | kind;
+}
+
+static void ref_sift(u64 *v, size_t i, size_t n)
+{
+	u64 x = v[i];
+	size_t c;
+
+	for (; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && v[c + 1] > v[c])
+			c++;
+		if (v[c] <= x)
+			break;
+		v[i] = v[c];
+	}
+	v[i] = x;
+}
+
+/* Heapsort the references (no recursion, no extra memory); any dup? */
+static const char *refs_check(struct refs *r)
+{
+	size_t i, n = r->n;
+
+	for (i = n / 2; i--; )
+		ref_sift(r->v, i, n);
+	for (; n > 1; n--) {
+		swap(r->v[0], r->v[n - 1]);
+		ref_sift(r->v, 0, n - 1);
+		if (!(n & 65535))
+			cond_resched();
+	}
+	for (i = 1; i < r->n; i++)
+		if ((r->v[i] ^ r->v[i - 1]) < PMIDX_MIN_OBJ)
+			return ref_twice[r->v[i] & (PMIDX_MIN_OBJ - 1)];
+	return NULL;
+}
+
+/* A node's blob word: the start of a live object holding the blob. */
+static bool check_blob(struct utree *t, u64 off, u32 *len)
+{
+	return ut_blob(t, off, len) &&
+	       pmidx_alloc_valid(&t->pool->alloc, off,
+				 sizeof(struct pmidx_blob) + *len);
+}
+
+/* Lower-layer checks of one list node. */
+static const char *check_node(struct utree *t, u64 off, u32 *klen,
+			      struct refs *refs)
+{
 	struct ut_lnode *n;
 	struct ut_chunk *c;
-	u32 meta, slot, len;
+	u32 meta, slot, len, bl;
 	u64 w;
 	bool used;
 
@@ -78,23 +152,14 @@ static const char *check_node(struct utree *t, u64 off, u32 *klen)
 	    (!(meta & UT_M_VBLOB) && ut_meta_vlen(meta) > UT_INLINE_MAX))
 		return "list node lengths corrupt";
 	if (meta & UT_M_KBLOB) {
-		u64 k = le64_to_cpu(n->key);
-
-		b = pmidx_ptr(t->pm, k);
-		if (!ut_in_data(t, k, sizeof(*b)) || !pmidx_alloc_valid(a, k, sizeof(*b)) ||
-		    le32_to_cpu(b->len) != len || le32_to_cpu(b->len_check) != ~len ||
-		    !pmidx_alloc_valid(a, k, sizeof(*b) + len))
+		if (!check_blob(t, le64_to_cpu(n->key), &bl) || bl != len)
 			return "list node key blob invalid";
+		ref_add(refs, le64_to_cpu(n->key), REF_KBLOB);
 	}
 	if (meta & UT_M_VBLOB) {
-		u64 v = le64_to_cpu(n->val);
-
-		b = pmidx_ptr(t->pm, v);
-		if (!ut_in_data(t, v, sizeof(*b)) || !pmidx_alloc_valid(a, v, sizeof(*b)) ||
-		    le32_to_cpu(b->len_check) != ~le32_to_cpu(b->len) ||
-		    le32_to_cpu(b->len) > PMIDX_VALUE_MAX ||
-		    !pmidx_alloc_valid(a, v, sizeof(*b) + le32_to_cpu(b->len)))
+		if (!check_blob(t, le64_to_cpu(n->val), &bl))
 			return "list node value blob invalid";
+		ref_add(refs, le64_to_cpu(n->val), REF_VBLOB);
 	}
 	*klen = len;
 	return NULL;
@@ -140,11 +205,13 @@ static const char *check_chunks(struct utree *t)
  */
 int ut_check(struct utree *t, u64 *keys, const char **why)
 {
-	u64 entries = 0, count = 0, node, max;
+	u64 entries = 0, count = 0, node, max, off;
+	struct refs refs = {};
+	struct ut_chunk *c;
 	struct ut_leaf *l;
 	unsigned int i = 0;
 	const u8 *key, *pkey = NULL;
-	u32 klen, plen = 0;
+	u32 klen, plen = 0, id;
 	int ret;
 
 	ut_freeze(t);
@@ -155,6 +222,33 @@ int ut_check(struct utree *t, u64 *keys, const char **why)
 	*why = check_chunks(t);
 	if (*why)
 		goto out;
+	/*
+	 * Two blobs per node, the chunks, trackers and image; the list may
+	 * show one node more than the tree before the walk stops.
+	 */
+	refs.cap = 2 * (entries + 1) + t->nr_chunks + 2;
+	refs.v = kvmalloc_array(refs.cap, sizeof(*refs.v), GFP_KERNEL);
+	if (!refs.v) {
+		*why = "out of memory";
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (id = 0; id < t->nr_chunks; id++) {
+		c = ut_chunk_get(t, id);
+		if (c)
+			ref_add(&refs, c->off, REF_CHUNK);
+	}
+	if (t->trackers)
+		ref_add(&refs, le64_to_cpu(t->root->trackers), REF_TRACKERS);
+	off = le64_to_cpu(t->root->image);
+	if (off) {
+		if (off & (PMIDX_MIN_OBJ - 1) ||
+		    !pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct ut_image_hdr))) {
+			*why = "tree image pointer is not an object";
+			goto out;
+		}
+		ref_add(&refs, off, REF_IMAGE);
+	}
 	max = (u64)t->live_chunks * UT_CHUNK_NODES;
 	l = ut_leaf_first(t);
 	for (node = ut_w_ptr(ut_ld(&t->root->head)); node;
@@ -163,7 +257,7 @@ int ut_check(struct utree *t, u64 *keys, const char **why)
 			*why = "list longer than its chunks";
 			goto out;
 		}
-		*why = check_node(t, node, &klen);
+		*why = check_node(t, node, &klen, &refs);
 		if (*why)
 			goto out;
 		key = ut_node_key(t, ut_node(t, node), &klen);
@@ -203,9 +297,13 @@ int ut_check(struct utree *t, u64 *keys, const char **why)
 		*why = "key counter disagrees with the list";
 		goto out;
 	}
+	*why = refs_check(&refs);
+	if (*why)
+		goto out;
 	*keys = count;
 	ret = 0;
 out:
 	ut_thaw(t);
+	kvfree(refs.v);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include <linux/kernel.h>
 #include <linux/processor.h>
 #include <linux/string.h>
+#include "core/alloc.h"
 #include "core/blob.h"
 #include "utree.h"
 
@@ -36,19 +37,21 @@ void ut_skey_init(struct ut_skey *k, const u8 *key, u32 len)
 
 /*
  * The bytes of the blob at @off, or NULL when @off cannot be a blob of
- * this pool. The blob itself is trusted: it was validated when its
- * owner was recovered or written by us.
+ * this pool. A clean open reads no node, so the word comes unchecked
+ * from media: it must start an allocator object that holds the blob.
  */
 const u8 *ut_blob(const struct utree *t, u64 off, u32 *len)
 {
 	const struct pmidx_blob *b;
 	u32 l;
 
-	if (off < t->pool->alloc.data_off || off > t->pm->size - sizeof(*b))
+	if (!ut_in_data(t, off, sizeof(*b)) || off & (PMIDX_MIN_OBJ - 1))
 		return NULL;
 	b = pmidx_ptr(t->pm, off);
 	l = le32_to_cpu(READ_ONCE(b->len));
-	if (l > PMIDX_VALUE_MAX || off + sizeof(*b) + l > t->pm->size)
+	if (le32_to_cpu(READ_ONCE(b->len_check)) != ~l ||
+	    l > PMIDX_VALUE_MAX ||
+	    pmidx_alloc_size(&t->pool->alloc, off) < sizeof(*b) + l)
 		return NULL;
 	*len = l;
 	return b->data;
@@ -153,12 +156,18 @@ void ut_ver_release(struct utree *t, struct ut_lnode *n)
  * ut_read_val - read the value of @n under its embedded version
  * @live: fail with -EAGAIN when the node is marked Deleted (a removal or
  *        replacement is in flight; the caller retries from the tree)
+ * @w:    the next word that made it fail with -EAGAIN
+ *
+ * A Version that stays odd for UT_BACKOFF_TRIES reads also gives -EAGAIN:
+ * its writer may be preempted (userspace) or gone (a corrupt image), and
+ * only the caller's backoff() can tell which.
  *
  * Return: 0 with @v filled, -EAGAIN, or -EUCLEAN for a bad blob word.
  */
 int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
-		bool live)
+		bool live, u64 *w)
 {
+	unsigned int spins = 0;
 	u64 w1, w2;
 	__le64 vw;
 	u32 meta;
@@ -166,11 +175,13 @@ int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 	for (;;) {
 		w1 = ut_ld(&n->next);
 		if (ut_w_odd(w1)) {
+			if (++spins >= UT_BACKOFF_TRIES)
+				goto busy;
 			cpu_relax();
 			continue;
 		}
 		if (live && ut_w_del(w1))
-			return -EAGAIN;
+			goto busy;
 		/* seqlock read side: the value between two version reads */
 		smp_rmb();
 		vw = smp_load_acquire(&n->val);	/* then the blob it names */
@@ -180,8 +191,10 @@ int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 		w2 = ut_ld(&n->next);
 		if ((w1 ^ w2) & UT_VER_MASK)
 			continue;
-		if (live && ut_w_del(w2))
-			return -EAGAIN;
+		if (live && ut_w_del(w2)) {
+			w1 = w2;
+			goto busy;
+		}
 		break;
 	}
 	if (meta & UT_M_VBLOB) {
@@ -192,4 +205,7 @@ int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 	v->data = v->buf;
 	v->len = min_t(u32, ut_meta_vlen(meta), UT_INLINE_MAX);
 	return 0;
+busy:
+	*w = w1;
+	return -EAGAIN;
 }

@@ -84,7 +84,11 @@ struct ut_rec {
 
 /* ---- media validation ------------------------------------------------ */
 
-/* The bytes of a blob read from media, or NULL if it cannot be one. */
+/*
+ * The bytes of a blob read from media, or NULL if it cannot be one: it
+ * must start an allocator object (a pointer into the middle of one, say
+ * of a node chunk, is corrupt) big enough for its length.
+ */
 static const u8 *blob_peek(const struct utree *t, u64 off, u32 *len)
 {
 	const struct pmidx_blob *b;
@@ -95,7 +99,8 @@ static const u8 *blob_peek(const struct utree *t, u64 off, u32 *len)
 	b = pmidx_ptr(t->pm, off);
 	l = le32_to_cpu(b->len);
 	if (le32_to_cpu(b->len_check) != ~l || l > PMIDX_VALUE_MAX ||
-	    !ut_in_data(t, off, sizeof(*b) + l))
+	    !ut_in_data(t, off, sizeof(*b) + l) ||
+	    pmidx_alloc_size(&t->pool->alloc, off) < sizeof(*b) + l)
 		return NULL;
 	*len = l;
 	return b->data;
@@ -509,6 +514,24 @@ static void clear_used(struct utree *t)
 	}
 }
 
+/*
+ * The image pointer @off if it names an image of ours (header checks),
+ * claimed; else 0, leaving the object alone: it may be another index's.
+ */
+static u64 image_claim(struct utree *t, u64 off, bool tracing)
+{
+	struct ut_image_hdr h;
+
+	if (!ut_in_data(t, off, sizeof(h)) || off & (PMIDX_MIN_OBJ - 1) ||
+	    pmidx_read_media(&h, pmidx_ptr(t->pm, off), sizeof(h)) ||
+	    le64_to_cpu(h.magic) != UT_IMAGE_MAGIC ||
+	    le32_to_cpu(h.hdr_crc) != image_hdr_crc(&h) ||
+	    le64_to_cpu(h.owner) != t->root_off ||
+	    claim_object(t, off, sizeof(h), tracing))
+		return 0;
+	return off;
+}
+
 /* Load the image of a clean close into @b; nothing on pmem is read but it. */
 static int image_load(struct utree *t, u64 off, struct ut_builder *b,
 		      s64 *blob_bytes)
@@ -639,6 +662,31 @@ void ut_trackers_refresh(struct utree *t)
 
 /* ---- open ------------------------------------------------------------ */
 
+/*
+ * The head word must name the first tree entry, with no Deleted bit or
+ * Version: an open from the image reads no node, and a writer that
+ * inserts in front would otherwise never find the head it expects.
+ */
+static int head_check(struct utree *t, const char **why)
+{
+	u64 head = le64_to_cpu(t->root->head), first = 0;
+	struct ut_leaf *l;
+	const u8 *key;
+	u32 len;
+
+	for (l = ut_leaf_first(t); l && !l->h.count; l = l->next)
+		;
+	if (l)
+		first = ut_ent_node(l->ent[0]);
+	if (head != first) {
+		*why = "list head disagrees with the first key";
+		return -EUCLEAN;
+	}
+	if (head && !node_load(t, head, &key, &len, why))
+		return -EUCLEAN;
+	return 0;
+}
+
 /**
  * ut_recover - build the DRAM state of an index at open
  *
@@ -670,8 +718,7 @@ int ut_recover(struct utree *t, const struct pmidx_recover *rc)
 	 * trace marks it) until the next clean close replaces it.
 	 */
 	image = le64_to_cpu(t->root->image);
-	if (image && claim_object(t, image, sizeof(struct ut_image_hdr),
-				  !rc->clean)) {
+	if (image && !image_claim(t, image, !rc->clean)) {
 		pmidx_store64_persist(t->pm, &t->root->image, 0);
 		image = 0;
 	}
@@ -696,6 +743,9 @@ int ut_recover(struct utree *t, const struct pmidx_recover *rc)
 		if (ret)
 			goto out;
 	}
+	ret = head_check(t, &why);
+	if (ret)
+		goto out;
 	ut_alloc_rebuild(t);
 	per_cpu_ptr(t->pcpu, 0)->keys = keys;
 	per_cpu_ptr(t->pcpu, 0)->blob_bytes = blob_bytes;

@@ -52,18 +52,48 @@ static void writer_enter(struct utree *t)
  * Restart pause. Whoever we wait for runs with preemption off and will
  * be done shortly, but every UT_BACKOFF_TRIES rounds we leave the section
  * to let the CPU go (only ever before our own change is committed).
+ *
+ * A corrupt structure (a Version left odd, a Deleted bit, a next word
+ * the tree disagrees with) would send us round for ever, so every
+ * UT_STUCK_TRIES rounds we also wait for every section running now to
+ * end, and for the stragglers: whoever made what stopped us has then
+ * finished. If every round since the last such wait failed on the very
+ * same word, and that word is still the one seen before the wait, no
+ * writer holds it: after UT_STUCK_ROUNDS of these, give up.
+ *
+ * Return: 0, or -EUCLEAN; either way the caller is back in a section.
  */
-static void backoff(struct utree *t, unsigned int *tries, bool writer)
+static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 {
+	int ret = 0;
+
 	cpu_relax();
-	if (++*tries % UT_BACKOFF_TRIES)
-		return;
+	if (++r->tries % UT_BACKOFF_TRIES)
+		return 0;
 	pmidx_epoch_exit(&t->pool->epoch);
+	if (!(r->tries % UT_STUCK_TRIES)) {
+		if (!r->changed && r->off == r->seen_off && r->w == r->seen_w)
+			r->stuck++;
+		else
+			r->stuck = 0;
+		if (r->stuck >= UT_STUCK_ROUNDS)
+			ret = -EUCLEAN;
+		r->seen_off = r->off;
+		r->seen_w = r->w;
+		r->changed = false;
+		pmidx_epoch_barrier(&t->pool->epoch);
+		while (atomic_read(&t->stragglers))
+			cond_resched();
+	}
 	cond_resched();
 	if (writer)
 		writer_enter(t);
 	else
 		pmidx_epoch_enter(&t->pool->epoch);
+	if (ret)
+		pr_err_ratelimited("pmidx: index %s: uTree node %llx stuck at %llx, giving up\n",
+				   t->idx->name, r->off, r->w);
+	return ret;
 }
 
 /*
@@ -119,10 +149,10 @@ static int ut_get(struct pmidx_index *idx, const u8 *key, u32 klen, u8 *val,
 		  u32 *vlen)
 {
 	struct utree *t = idx->priv;
-	unsigned int tries = 0;
+	struct ut_retry r = {};
 	struct ut_skey k;
 	struct ut_val v;
-	u64 node;
+	u64 node, w;
 	int ret;
 
 	this_cpu_inc(t->pcpu->ops_get);
@@ -134,10 +164,13 @@ static int ut_get(struct pmidx_index *idx, const u8 *key, u32 klen, u8 *val,
 			ret = -ENOENT;
 			break;
 		}
-		ret = ut_read_val(t, ut_node(t, node), &v, true);
+		ret = ut_read_val(t, ut_node(t, node), &v, true, &w);
 		if (ret != -EAGAIN)
 			break;
-		backoff(t, &tries, false);
+		ut_retry_note(&r, node, w);
+		ret = backoff(t, &r, false);
+		if (ret)
+			break;
 	}
 	if (!ret) {
 		memcpy(val, v.data, min(*vlen, v.len));
@@ -165,6 +198,7 @@ struct put_ctx {
 	u64	old_node;	/* to retire once out of the section */
 	u64	old_blob;
 	bool	straggler;
+	struct ut_retry	retry;
 };
 
 /* In-place value update of @c (whose next word was @w). */
@@ -174,8 +208,10 @@ static int put_inplace(struct utree *t, struct ut_lnode *c, u64 w,
 	u32 meta = le32_to_cpu(c->meta);
 	__le64 old;
 
-	if (!ut_cas(&c->next, w, ut_w_bump(w)))
+	if (!ut_cas(&c->next, w, ut_w_bump(w))) {
+		p->retry.changed = true;	/* lost to another writer */
 		return -EAGAIN;
+	}
 	old = c->val;
 	smp_store_release(&c->val, p->vword);	/* after the new blob's bytes */
 	pmidx_persist(t->pm, c, sizeof(*c));
@@ -195,8 +231,10 @@ static int put_replace(struct utree *t, const struct ut_skey *k, u64 pred,
 	__le64 *pw = ut_nextw(t, pred);
 	u64 pwv;
 
-	if (!ut_cas(&c->next, w, w | UT_NEXT_DEL))
+	if (!ut_cas(&c->next, w, w | UT_NEXT_DEL)) {
+		p->retry.changed = true;
 		return -EAGAIN;
+	}
 	pmidx_flush(t->pm, &c->next, sizeof(c->next));
 	if (!p->node)
 		p->node = ut_node_alloc(t);
@@ -211,6 +249,7 @@ static int put_replace(struct utree *t, const struct ut_skey *k, u64 pred,
 	pwv = ut_ld(pw);
 	if (ut_w_del(pwv) || ut_w_ptr(pwv) != cur || !ut_link(pw, pwv, p->node)) {
 		ut_unmark(t, c);
+		ut_retry_note(&p->retry, pred, pwv);
 		return -EAGAIN;
 	}
 	pmidx_persist(t->pm, pw, sizeof(*pw));
@@ -229,11 +268,15 @@ static int put_insert(struct utree *t, const struct ut_skey *k, u64 pred,
 {
 	__le64 *pw = ut_nextw(t, pred), kword = 0;
 	u64 pwv, succ;
+	u32 slot;
 
 	pwv = ut_ld(pw);
+	ut_retry_note(&p->retry, pred, pwv);
 	if (ut_w_del(pwv))
 		return -EAGAIN;		/* predecessor on its way out */
 	succ = ut_w_ptr(pwv);
+	if (succ && !ut_chunk_of(t, succ, &slot))
+		return -EUCLEAN;	/* not a list node of ours */
 	/* adjacency: a node the tree does not show yet sits between */
 	if (succ && ut_node_cmp(t, succ, k) <= 0)
 		return -EAGAIN;
@@ -270,7 +313,6 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 {
 	struct utree *t = idx->priv;
 	struct put_ctx p = {};
-	unsigned int tries = 0;
 	struct ut_skey k;
 	u64 cur, pred, w;
 	int ret;
@@ -298,6 +340,7 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 			struct ut_lnode *c = ut_node(t, cur);
 
 			w = ut_ld(&c->next);
+			ut_retry_note(&p.retry, cur, w);
 			if (ut_w_del(w) || ut_w_odd(w))
 				ret = -EAGAIN;	/* someone else is on it */
 			else if (inplace_ok(le32_to_cpu(c->meta), vlen))
@@ -307,7 +350,9 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		}
 		if (ret != -EAGAIN)
 			break;
-		backoff(t, &tries, true);
+		ret = backoff(t, &p.retry, true);
+		if (ret)
+			break;
 	}
 	pmidx_epoch_exit(&t->pool->epoch);
 	if (p.straggler)
@@ -331,7 +376,7 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 {
 	struct utree *t = idx->priv;
-	unsigned int tries = 0;
+	struct ut_retry r = {};
 	u64 cur, pred, w, pwv;
 	struct ut_lnode *c;
 	struct ut_skey k;
@@ -342,7 +387,7 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	this_cpu_inc(t->pcpu->ops_del);
 	ut_skey_init(&k, key, klen);
 	writer_enter(t);
-	for (;; backoff(t, &tries, true)) {
+	for (;;) {
 		cur = ut_tree_find(t, &k, &pred);
 		if (!cur) {
 			ret = -ENOENT;
@@ -350,16 +395,18 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		}
 		c = ut_node(t, cur);
 		w = ut_ld(&c->next);
+		ut_retry_note(&r, cur, w);
 		if (ut_w_del(w) || ut_w_odd(w) ||
 		    !ut_cas(&c->next, w, w | UT_NEXT_DEL))
-			continue;
+			goto retry;
 		pmidx_flush(t->pm, &c->next, sizeof(c->next));
 		pw = ut_nextw(t, pred);
 		pwv = ut_ld(pw);
 		if (ut_w_del(pwv) || ut_w_ptr(pwv) != cur ||
 		    !ut_link(pw, pwv, ut_w_ptr(w))) {
 			ut_unmark(t, c);
-			continue;
+			ut_retry_note(&r, pred, pwv);
+			goto retry;
 		}
 		pmidx_persist(t->pm, pw, sizeof(*pw));
 		ut_tree_remove(t, &k, cur);
@@ -367,6 +414,10 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		meta = le32_to_cpu(c->meta);
 		ret = 0;
 		break;
+retry:
+		ret = backoff(t, &r, true);
+		if (ret)
+			break;
 	}
 	pmidx_epoch_exit(&t->pool->epoch);
 	if (!ret) {
@@ -381,23 +432,33 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 
 /* ---- scan -------------------------------------------------------------- */
 
+/* The scan's leaf copy, and the key to seek back to after a restart. */
+struct ut_scan_state {
+	struct ut_iter	it;
+	struct ut_retry	retry;
+	u8		key[PMIDX_KEY_MAX];
+};
+
 static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		   bool after, const u8 *end, u32 end_len,
 		   struct pmidx_scan_sink *sink)
 {
 	struct utree *t = idx->priv;
+	struct ut_scan_state *st;
 	struct ut_iter *it;
 	struct ut_lnode *n;
 	struct ut_skey k;
 	struct ut_val v;
 	const u8 *key;
 	u32 klen;
+	u64 w;
 	int ret = 0;
 
 	this_cpu_inc(t->pcpu->ops_scan);
-	it = kmalloc(sizeof(*it), GFP_KERNEL);
-	if (!it)
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
 		return -ENOMEM;
+	it = &st->it;
 	ut_skey_init(&k, start, start_len);
 	pmidx_epoch_enter(&t->pool->epoch);
 	ut_iter_seek(t, it, &k, after);
@@ -405,14 +466,26 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		for (; it->i < it->n; it->i++) {
 			n = ut_node(t, ut_ent_node(it->ent[it->i]));
 			key = ut_node_key(t, n, &klen);
-			if (!key) {
+			if (!key || klen > PMIDX_KEY_MAX) {
 				ret = -EUCLEAN;
 				goto out;
 			}
 			if (end_len && pmidx_key_cmp(key, klen, end, end_len) >= 0)
 				goto out;
 			/* a marked node still holds the last committed value */
-			ret = ut_read_val(t, n, &v, false);
+			ret = ut_read_val(t, n, &v, false, &w);
+			if (ret == -EAGAIN) {
+				/* the copy may be stale after backoff(): seek again */
+				memcpy(st->key, key, klen);
+				ut_retry_note(&st->retry, ut_ent_node(it->ent[it->i]), w);
+				ret = backoff(t, &st->retry, false);
+				if (ret)
+					goto out;
+				ut_skey_init(&k, st->key, klen);
+				ut_iter_seek(t, it, &k, false);
+				it->i--;	/* the loop steps to it->i = 0 */
+				continue;
+			}
 			if (!ret)
 				ret = sink->emit(sink, key, klen, v.data, v.len);
 			if (ret) {
@@ -429,7 +502,7 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	}
 out:
 	pmidx_epoch_exit(&t->pool->epoch);
-	kfree(it);
+	kfree(st);
 	return ret;
 }
 

@@ -50,6 +50,8 @@
 #define UT_MAG_SIZE		64	/* per-CPU free node cache */
 #define UT_MAG_BATCH		32	/* nodes moved per refill / drain */
 #define UT_BACKOFF_TRIES	64	/* retries before leaving the section */
+#define UT_STUCK_TRIES		1024	/* retries between two stuck checks */
+#define UT_STUCK_ROUNDS		2	/* unchanged stuck checks: corrupt */
 #define UT_STASH_MAX		4	/* spare tree blocks for splits */
 #define UT_DIR_L2		1024	/* chunk directory: 4M chunks of 64 KiB */
 #define UT_DIR_L1		4096
@@ -228,6 +230,32 @@ struct utree {
 	u64				old_image;	/* loaded at open */
 };
 
+/* ---- utree.c: restarts ---------------------------------------------- */
+
+/**
+ * struct ut_retry - restart state of one operation (see backoff())
+ * @off:     node whose next word made the last round fail (0: the head)
+ * @w:       that next word
+ * @changed: a round since the last stuck check failed on another word
+ * @seen_off, @seen_w: @off and @w at the last stuck check
+ * @stuck:   stuck checks in a row that found the same word
+ */
+struct ut_retry {
+	unsigned int	tries;
+	unsigned int	stuck;
+	bool		changed;
+	u64		off, w;
+	u64		seen_off, seen_w;
+};
+
+static inline void ut_retry_note(struct ut_retry *r, u64 off, u64 w)
+{
+	if (off != r->off || w != r->w)
+		r->changed = true;
+	r->off = off;
+	r->w = w;
+}
+
 /* ---- list.c ---------------------------------------------------------- */
 
 /* A value read under the embedded version: bytes at @data. */
@@ -273,7 +301,7 @@ bool ut_link(__le64 *w, u64 expect, u64 ptr);
 void ut_unmark(struct utree *t, struct ut_lnode *n);
 void ut_ver_release(struct utree *t, struct ut_lnode *n);
 int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
-		bool live);
+		bool live, u64 *w);
 
 /* ---- tree.c ---------------------------------------------------------- */
 
