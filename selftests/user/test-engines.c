@@ -14,6 +14,7 @@
 #include <linux/prandom.h>
 #include <shim/shim.h>
 #include "core/engine.h"
+#include "engines/utree/utree.h"
 #include "crashsim.h"
 #include "harness.h"
 
@@ -349,8 +350,202 @@ static void engine_crash_kv(void)
 	}
 }
 
+/* ---- uTree: corrupt clean images (found by fuzz-engines) ------------------ */
+
+#define UTC_KEYS	200
+
+/* Where the words to corrupt lie, found while attached. */
+struct utc_map {
+	u64	root;
+	u64	node[UTC_KEYS];
+	u64	second, third;		/* the 2nd and 3rd list nodes */
+	u8	second_key[64];
+	u32	second_len;
+};
+
+static u64 utc_node(struct utree *t, u64 i)
+{
+	struct ut_skey k;
+	u8 key[64];
+	u64 node;
+
+	ut_skey_init(&k, key, make_key(i, key));
+	pmidx_epoch_enter(&t->pool->epoch);
+	node = ut_tree_get(t, &k);
+	pmidx_epoch_exit(&t->pool->epoch);
+	return node;
+}
+
+static __le64 *utc_word(void *img, u64 off)
+{
+	return (__le64 *)((u8 *)img + off);
+}
+
+static struct ut_lnode *utc_lnode(void *img, u64 off)
+{
+	return (struct ut_lnode *)((u8 *)img + off);
+}
+
+/* A clean image of one uTree index "kv" with keys 0..UTC_KEYS-1 = i. */
+static void *utc_image(struct utc_map *m)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	const u8 *key;
+	struct utree *t;
+	u64 i, head;
+
+	UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", PMIDX_ENGINE_UTREE, &idx, &why),
+		      "create: %s", why);
+	for (i = 0; i < UTC_KEYS; i++)
+		UT_EQ(kv_put(idx, i, i), 0);
+	t = idx->priv;
+	m->root = idx->root;
+	for (i = 0; i < UTC_KEYS; i++)
+		UT_ASSERT((m->node[i] = utc_node(t, i)) != 0);
+	head = ut_w_ptr(le64_to_cpu(t->root->head));
+	m->second = ut_w_ptr(le64_to_cpu(ut_node(t, head)->next));
+	m->third = ut_w_ptr(le64_to_cpu(ut_node(t, m->second)->next));
+	UT_ASSERT(m->second && m->third);
+	key = ut_node_key(t, ut_node(t, m->second), &m->second_len);
+	UT_ASSERT(key && m->second_len <= sizeof(m->second_key));
+	memcpy(m->second_key, key, m->second_len);
+	pmidx_pool_close(pool);
+	return img;
+}
+
+static struct pmidx_index *utc_open(void *img, struct pmidx_pool **pool)
+{
+	struct pmidx_index *idx;
+
+	*pool = ut_pool_open(img, SZ);
+	idx = pmidx_index_lookup(*pool, "kv");
+	UT_ASSERT(idx && idx->opened);
+	return idx;
+}
+
+static const char *utc_check(struct pmidx_index *idx)
+{
+	const char *why = NULL;
+	u64 keys;
+
+	return idx->ops->check(idx, &keys, &why) ? why : NULL;
+}
+
+/*
+ * Key 0: inline key and value; 1 and 6: 100-byte values (blobs); 3: a
+ * 40-byte key (blob). Each case must give a clear refusal or a CHECK
+ * failure, never a hang, a misaligned read or a foreign free.
+ */
+static void utree_corrupt_clean(void)
+{
+	struct counter c = { .sink.emit = count_emit };
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	struct ut_lnode *n;
+	const char *why;
+	struct utc_map m;
+	void *clean, *img;
+	u64 v, w, kw;
+	bool ok;
+
+	if (!engine_available(PMIDX_ENGINE_UTREE))
+		return;
+	clean = utc_image(&m);
+
+	/* utree-clean-head-foreign: the head names a value blob */
+	img = ut_img_dup(clean, SZ);
+	*utc_word(img, m.root + offsetof(struct ut_root, head)) =
+		utc_lnode(img, m.node[6])->val;
+	UT_EQ(ut_pool_open_err(img, SZ, &why), -EUCLEAN);
+	ut_img_free(img, SZ);
+
+	/* utree-clean-node-odd-version: readers and writers give up */
+	img = ut_img_dup(clean, SZ);
+	n = utc_lnode(img, m.node[0]);
+	n->next = cpu_to_le64(le64_to_cpu(n->next) ^ UT_VER_ONE);
+	idx = utc_open(img, &pool);
+	v = 0;
+	UT_EQ(kv_get(idx, 0, &v, &ok), -EUCLEAN);
+	UT_EQ(kv_put(idx, 0, 5), -EUCLEAN);
+	UT_EQ(kv_del(idx, 0), -EUCLEAN);
+	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), -EUCLEAN);
+	UT_ASSERT(utc_check(idx));
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* a Deleted bit left on a node: the same */
+	img = ut_img_dup(clean, SZ);
+	n = utc_lnode(img, m.node[1]);
+	n->next = cpu_to_le64(le64_to_cpu(n->next) | UT_NEXT_DEL);
+	idx = utc_open(img, &pool);
+	v = 1;
+	UT_EQ(kv_get(idx, 1, &v, &ok), -EUCLEAN);
+	UT_EQ(kv_put(idx, 1, 6), -EUCLEAN);
+	UT_EQ(kv_del(idx, 1), -EUCLEAN);
+	UT_ASSERT(utc_check(idx));
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* a next word skipping a node: its delete finds no predecessor */
+	img = ut_img_dup(clean, SZ);
+	n = utc_lnode(img, ut_w_ptr(le64_to_cpu(*utc_word(img, m.root +
+				offsetof(struct ut_root, head)))));
+	n->next = cpu_to_le64(m.third);
+	idx = utc_open(img, &pool);
+	UT_EQ(idx->ops->del(idx, m.second_key, m.second_len), -EUCLEAN);
+	UT_ASSERT(utc_check(idx));
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* utree-clean-node-key-misaligned: key blob word + 1, resealed */
+	img = ut_img_dup(clean, SZ);
+	n = utc_lnode(img, m.node[3]);
+	kw = le64_to_cpu(n->key) + 1;
+	n->key = cpu_to_le64(kw);
+	n->check = cpu_to_le32(ut_node_check(m.node[3], kw, le32_to_cpu(n->meta)));
+	idx = utc_open(img, &pool);
+	UT_ASSERT(utc_check(idx));
+	v = 3;
+	UT_ASSERT(kv_get(idx, 3, &v, &ok) < 0);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* utree-clean-image-foreign: the image pointer names a value blob */
+	img = ut_img_dup(clean, SZ);
+	w = le64_to_cpu(utc_lnode(img, m.node[6])->val);
+	*utc_word(img, m.root + offsetof(struct ut_root, image)) = cpu_to_le64(w);
+	idx = utc_open(img, &pool);
+	UT_ASSERT_MSG(!utc_check(idx), "check: %s", utc_check(idx));
+	pmidx_pool_close(pool);
+	idx = utc_open(img, &pool);
+	UT_EQ(le64_to_cpu(utc_lnode(img, m.node[6])->val), w);
+	v = 6;
+	ok = false;
+	UT_EQ(kv_get(idx, 6, &v, &ok), 0);
+	UT_ASSERT(ok);
+	UT_ASSERT_MSG(!utc_check(idx), "check: %s", utc_check(idx));
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* utree-clean-value-blob-shared: key 1's value word names key 6's */
+	img = ut_img_dup(clean, SZ);
+	utc_lnode(img, m.node[1])->val = utc_lnode(img, m.node[6])->val;
+	idx = utc_open(img, &pool);
+	why = utc_check(idx);
+	UT_ASSERT_MSG(why && strstr(why, "shared"), "check: %s", why ? why : "passed");
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	ut_img_free(clean, SZ);
+	ut_note("uTree: corrupt clean images refused or caught by the check");
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
+	UT_TEST(utree_corrupt_clean),
 	UT_TEST(engine_crash_kv),
 };
 

@@ -340,14 +340,15 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 			struct ut_lnode *c = ut_node(t, cur);
 
 			w = ut_ld(&c->next);
-			ut_retry_note(&p.retry, cur, w);
-			if (ut_w_del(w) || ut_w_odd(w))
+			if (ut_w_del(w) || ut_w_odd(w)) {
+				ut_retry_note(&p.retry, cur, w);
 				ret = -EAGAIN;	/* someone else is on it */
-			else if (inplace_ok(le32_to_cpu(c->meta), vlen))
+			} else if (inplace_ok(le32_to_cpu(c->meta), vlen))
 				ret = put_inplace(t, c, w, &p);
 			else
 				ret = put_replace(t, &k, pred, cur, w, vlen, &p);
 		}
+		/* one ut_retry_note() per failed round, by the failing step */
 		if (ret != -EAGAIN)
 			break;
 		ret = backoff(t, &p.retry, true);
@@ -395,10 +396,11 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		}
 		c = ut_node(t, cur);
 		w = ut_ld(&c->next);
-		ut_retry_note(&r, cur, w);
 		if (ut_w_del(w) || ut_w_odd(w) ||
-		    !ut_cas(&c->next, w, w | UT_NEXT_DEL))
+		    !ut_cas(&c->next, w, w | UT_NEXT_DEL)) {
+			ut_retry_note(&r, cur, w);
 			goto retry;
+		}
 		pmidx_flush(t->pm, &c->next, sizeof(c->next));
 		pw = ut_nextw(t, pred);
 		pwv = ut_ld(pw);
