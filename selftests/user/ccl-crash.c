@@ -620,8 +620,9 @@ static void ccl_ts_reset(void)
 	struct pmidx_pool *pool;
 	const char *why = NULL;
 	struct ccl_root *r;
+	struct ccl_leaf *l;
 	u8 k[64], v[VMAX], got[VMAX];
-	u64 off, id;
+	u64 off, id, meta;
 	u32 kl, vl;
 	void *img;
 
@@ -637,15 +638,20 @@ static void ccl_ts_reset(void)
 	}
 	r = img + idx->root;
 	pmidx_pool_close(pool);
-	for (off = le64_to_cpu(r->head); off;
-	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
-		((struct ccl_leaf *)(img + off))->ts = cpu_to_le64(CCL_TS_LIMIT - 5);
+	for (off = le64_to_cpu(r->head); off; off = ccl_meta_next(meta)) {
+		l = img + off;
+		meta = le64_to_cpu(l->meta);
+		l->ts = cpu_to_le64(ccl_ts_word(CCL_TS_LIMIT - 5,
+						ccl_meta_seq(meta)));
+	}
 	pool = ut_pool_open(img, size);
 	idx = pmidx_index_lookup(pool, "c");
 	UT_ASSERT(idx && idx->opened);
-	for (off = le64_to_cpu(r->head); off;
-	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
-		UT_EQ(((struct ccl_leaf *)(img + off))->ts, 0);
+	for (off = le64_to_cpu(r->head); off; off = ccl_meta_next(meta)) {
+		l = img + off;
+		meta = le64_to_cpu(l->meta);
+		UT_EQ(ccl_ts_val(le64_to_cpu(l->ts)), 0);
+	}
 	UT_EQ(atomic64_read(&((struct ccl_tree *)idx->priv)->ts), 0);
 	for (id = 500 - NKEYS; id < 500; id++) {
 		kl = key_of(id % NKEYS, k);

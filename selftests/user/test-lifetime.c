@@ -388,6 +388,7 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		.samples = env_uint("PMIDX_LIFETIME_POINTS", 300),
 		.exhaustive_max = 1, .only_point = -1, .only_variant = -1,
 		.save_dir = getenv("PMIDX_CRASH_SAVE"),
+		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
 	const char *pt = getenv("PMIDX_CRASH_POINT");
@@ -440,5 +441,7 @@ static const struct ut_test tests[] = {
 
 int main(int argc, char **argv)
 {
+	if (crashsim_parse_model(&argc, argv))
+		return 2;
 	return ut_main(argc, argv, "lifetime", tests, ARRAY_SIZE(tests));
 }

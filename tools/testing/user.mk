@@ -262,6 +262,7 @@ USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 # points (USER_PREFIX_SAMPLES, default 20); check-user-prefix-long runs
 # their full samples with 32 images per point.
 USER_BIN_prefix	:= $(UB)/prefix/test-crash $(UB)/prefix/test-engines \
+		   $(UB)/prefix/test-lifetime \
 		   $(USER_ENG_CRASH_ALL:%=$(UB)/prefix/%)
 USER_PREFIX_SAMPLES ?= 20
 USER_RUN	= UB=$(UB) USER_FUZZ_TIME=$(USER_FUZZ_TIME) USER_SEED=$(USER_SEED) \

@@ -335,8 +335,11 @@ void ccl_leaf_commit(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
 		     struct ccl_ent *e, unsigned int n, u64 ts);
 void ccl_leaf_put_slot(struct ccl_leaf *l, unsigned int s, u64 key, u64 val,
 		       u8 fp, bool vind, u16 *vindw);
+void ccl_leaf_switch(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
+		     u64 next, u64 ts);
 void ccl_leaf_publish(struct ccl_tree *t, struct ccl_leaf *l,
-		      unsigned int lines, u16 vind, u64 ts, u64 meta);
+		      unsigned int lines, u16 vind, u64 ts, u32 bitmap,
+		      u64 next);
 void ccl_retire_replaced(struct ccl_tree *t, struct ccl_ent *e,
 			 unsigned int n);
 int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,

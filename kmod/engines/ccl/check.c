@@ -80,7 +80,7 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 {
 	struct chk *c = arg;
 	struct pmidx_alloc *a = &t->pool->alloc;
-	u64 leaf = bn_leaf(*h), meta, next;
+	u64 leaf = bn_leaf(*h), meta, next, ts;
 	unsigned int i, j, pos = bn_pos(*h);
 	struct ccl_leaf *l = ccl_ptr(t, leaf);
 	unsigned long bits;
@@ -109,8 +109,9 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	c->prev_low = b->low;
 	meta = le64_to_cpu(l->meta);
 	next = b->next ? bn_leaf(atomic64_read(&b->next->hdr)) : 0;
-	if (meta & CCL_META_RSVD) {
-		c->why = "leaf meta has reserved bits set";
+	ts = le64_to_cpu(l->ts);
+	if ((ts & CCL_TS_RSVD) || ccl_ts_seq(ts) != ccl_meta_seq(meta)) {
+		c->why = "leaf timestamp word does not match its meta word";
 		return -EUCLEAN;
 	}
 	if (ccl_meta_next(meta) != next) {

@@ -14,11 +14,26 @@
  *   | meta |  ts  | fp[14]       |vind | slot[14]: key word, val word  |
  *   +------+------+--------------+-----+-------------------------------+
  *
- *   meta: bits 0..13 bitmap of live slots, 14..15 zero, 16..63 pool
- *         offset of the next leaf (0 = last). One atomic 8-byte word: a
- *         batch of inserts, a split (link a new leaf) and a merge (unlink
- *         the right sibling) each commit with a single store of it.
- *   ts:   timestamp of the newest write applied to the leaf (see ccl.c).
+ *   meta: bits 0..13 bitmap of live slots, 14..23 commit sequence,
+ *         24..63 pool offset of the next leaf >> 8 (0 = last). One atomic
+ *         8-byte word: a batch of inserts, a split (link a new leaf) and a
+ *         merge (unlink the right sibling) each commit with a single store
+ *         of it.
+ *   ts:   bits 0..47 timestamp of the newest write applied to the leaf
+ *         (see ccl.c), 48..57 the commit sequence of the meta word it
+ *         goes with, 58..63 zero.
+ *
+ * A commit stores meta (sequence + 1), then ts (with the same sequence),
+ * in line 0, and persists the line. Under ADR the line may reach media
+ * holding only a prefix of those stores: the new meta with the old ts.
+ * The sequences then differ, and recovery knows the commit was cut short
+ * after its meta word: the leaf holds the newest version of every key in
+ * it (the commit ran under the node lock, with every unflushed KV of the
+ * node in the batch), so no log entry may override it (recovery.c). The
+ * other order (new ts, old meta) cannot reach media: ts is stored after
+ * meta in the same line. Without the sequence, the old ts would let
+ * stale log entries override keys the commit wrote unlogged (the trigger
+ * put, keys a merge moved).
  *   fp:   per slot, bits 0..6 a hash of the key, bit 7 set when the key
  *         word is an indirection (the key is not exactly 8 bytes long).
  *   vind: bit i set when slot i's value word is an indirection.
@@ -45,7 +60,7 @@
 #include <linux/types.h>
 
 #define CCL_ROOT_MAGIC		0x544f4f524c434350ULL	/* "PCCLROOT" */
-#define CCL_FORMAT_VERSION	1
+#define CCL_FORMAT_VERSION	2	/* 2: commit sequence in meta and ts */
 
 struct ccl_root {
 	__le64	magic;
@@ -59,8 +74,12 @@ struct ccl_root {
 #define CCL_LEAF_SLOTS		14
 #define CCL_LEAF_HALF		(CCL_LEAF_SLOTS / 2)
 #define CCL_BITMAP_MASK		((1U << CCL_LEAF_SLOTS) - 1)
-#define CCL_META_RSVD		0xc000ULL
-#define CCL_NEXT_SHIFT		16
+#define CCL_SEQ_SHIFT		14
+#define CCL_SEQ_MASK		0x3ffU
+#define CCL_NEXT_SHIFT		24
+#define CCL_TS_SEQ_SHIFT	48
+#define CCL_TS_MASK		((1ULL << CCL_TS_SEQ_SHIFT) - 1)
+#define CCL_TS_RSVD		(~0ULL << (CCL_TS_SEQ_SHIFT + 10))
 #define CCL_FP_IND		0x80
 
 struct ccl_pslot {
@@ -84,7 +103,7 @@ struct ccl_leaf {
 
 static inline u64 ccl_meta_next(u64 meta)
 {
-	return meta >> CCL_NEXT_SHIFT;
+	return meta >> CCL_NEXT_SHIFT << 8;
 }
 
 static inline u32 ccl_meta_bitmap(u64 meta)
@@ -92,9 +111,31 @@ static inline u32 ccl_meta_bitmap(u64 meta)
 	return meta & CCL_BITMAP_MASK;
 }
 
-static inline u64 ccl_meta(u32 bitmap, u64 next)
+static inline u32 ccl_meta_seq(u64 meta)
 {
-	return (u64)bitmap | next << CCL_NEXT_SHIFT;
+	return (meta >> CCL_SEQ_SHIFT) & CCL_SEQ_MASK;
+}
+
+/* @next: a 256-byte aligned pool offset below 2^48 */
+static inline u64 ccl_meta(u32 bitmap, u64 next, u32 seq)
+{
+	return (u64)bitmap | (u64)(seq & CCL_SEQ_MASK) << CCL_SEQ_SHIFT |
+	       next >> 8 << CCL_NEXT_SHIFT;
+}
+
+static inline u64 ccl_ts_word(u64 ts, u32 seq)
+{
+	return ts | (u64)(seq & CCL_SEQ_MASK) << CCL_TS_SEQ_SHIFT;
+}
+
+static inline u64 ccl_ts_val(u64 w)
+{
+	return w & CCL_TS_MASK;
+}
+
+static inline u32 ccl_ts_seq(u64 w)
+{
+	return (w >> CCL_TS_SEQ_SHIFT) & CCL_SEQ_MASK;
 }
 
 /* The 64-byte line of the leaf that holds slot @s (line 0 holds the header). */

@@ -5,14 +5,18 @@
  * A batch flush writes the batch's KVs into free slots of the leaf (never
  * over a live slot: an update takes a new slot and frees the old one in
  * the same commit), writes back the data lines it touched and fences,
- * then stores the fingerprints, the value-indirection word, the timestamp
- * and finally the meta word (bitmap + next), all in line 0, and persists
+ * then stores the fingerprints, the value-indirection word, the meta word
+ * (bitmap + next) and finally the timestamp, all in line 0, and persists
  * line 0. The meta word is the commit: until it is durable the new slots
- * are not live; once it is, so are the timestamp and fingerprints stored
- * before it in the same line (a cache line is written back as a whole,
- * and under TSO the stores reach it in program order; the paper relies on
- * the same). So a batch costs two fences and at most four line flushes,
- * all inside the leaf's XPLine.
+ * are not live; once it is, so are the fingerprints and vind stored before
+ * it in the same line (a line persists as a prefix of its stores in
+ * program order). The timestamp comes last, so a crash can leave the new
+ * meta with the old timestamp; the commit sequence both carry tells
+ * recovery so (format.h). The paper assumes a line is written back whole
+ * and stores the timestamp first; under ADR a line may be evicted between
+ * two of its stores, and then the new timestamp with the old bitmap would
+ * hide the batch's log entries from replay. So a batch costs two fences
+ * and at most four line flushes, all inside the leaf's XPLine.
  *
  * Context: the caller holds the leaf's buffer node lock, inside an epoch
  * section.
@@ -78,12 +82,32 @@ void ccl_leaf_put_slot(struct ccl_leaf *l, unsigned int s, u64 key, u64 val,
 		*vindw &= ~BIT(s);
 }
 
+/**
+ * ccl_leaf_switch - the commit store: meta (@bitmap, @next, the next
+ *                   commit sequence), then ts with the same sequence, in
+ *                   line 0, persisted (format.h: a crash may keep the
+ *                   first store alone, never the second alone)
+ */
+void ccl_leaf_switch(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
+		     u64 next, u64 ts)
+{
+	u32 seq = ccl_meta_seq(le64_to_cpu(READ_ONCE(l->meta))) + 1;
+
+	WRITE_ONCE(l->meta, cpu_to_le64(ccl_meta(bitmap, next, seq)));
+	/* ts after meta, in program order: the line's stores persist so */
+	barrier();
+	WRITE_ONCE(l->ts, cpu_to_le64(ccl_ts_word(ts, seq)));
+	pmidx_persist(t->pm, l, PMIDX_LINE_SIZE);
+}
+
 /*
  * Persist data lines @lines (bit i = line i of @l) other than line 0, then
- * commit: timestamp, vind and meta in line 0, persisted.
+ * commit: vind, then meta and the timestamp (ccl_leaf_switch()) in line 0.
+ * vind only changes for slots that are not live yet, so it may reach
+ * media before the meta word.
  */
 void ccl_leaf_publish(struct ccl_tree *t, struct ccl_leaf *l, unsigned int lines,
-		      u16 vind, u64 ts, u64 meta)
+		      u16 vind, u64 ts, u32 bitmap, u64 next)
 {
 	unsigned int i;
 
@@ -95,9 +119,8 @@ void ccl_leaf_publish(struct ccl_tree *t, struct ccl_leaf *l, unsigned int lines
 		pmidx_fence(t->pm);
 	barrier();
 	WRITE_ONCE(l->vind, cpu_to_le16(vind));
-	WRITE_ONCE(l->ts, cpu_to_le64(ts));
-	WRITE_ONCE(l->meta, cpu_to_le64(meta));
-	pmidx_persist(t->pm, l, PMIDX_LINE_SIZE);
+	barrier();
+	ccl_leaf_switch(t, l, bitmap, next, ts);
 	ccl_stat_inc(t, leaf_flushes);
 }
 
@@ -128,7 +151,7 @@ void ccl_leaf_commit(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
 		newbm |= BIT(s);
 		lines |= BIT(ccl_slot_line(s));
 	}
-	ccl_leaf_publish(t, l, lines, vind, ts, ccl_meta(newbm, next));
+	ccl_leaf_publish(t, l, lines, vind, ts, newbm, next);
 }
 
 /* After a commit: retire what the batch replaced, deleted or consumed. */

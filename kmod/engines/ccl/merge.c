@@ -91,8 +91,8 @@ static bool merge_locked(struct ccl_tree *t, struct ccl_bnode *lb, u64 *lh,
 		lines |= BIT(ccl_slot_line(s));
 	}
 	/* 2 */
-	ccl_leaf_publish(t, ll, lines, vind, ccl_next_ts(t),
-			 ccl_meta(newbm, ccl_meta_next(rmeta)));
+	ccl_leaf_publish(t, ll, lines, vind, ccl_next_ts(t), newbm,
+			 ccl_meta_next(rmeta));
 	ccl_retire_replaced(t, e, n);
 	lb->cache |= cache;
 	*lh = bn_set_pos(*lh, 0);

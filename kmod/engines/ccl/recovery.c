@@ -50,7 +50,8 @@
 struct rleaf {
 	u64			off;
 	u64			meta;
-	u64			ts;
+	u64			ts;		/* U64_MAX: torn commit */
+	bool			torn;
 	struct ccl_bnode	*bn;
 	struct ccl_fence	*max;
 };
@@ -231,10 +232,6 @@ static int walk_list(struct rctx *rc, u64 head)
 		if (ret)
 			goto err;
 		meta = le64_to_cpu(raw);
-		ret = -EUCLEAN;
-		rc->why = "leaf meta word has reserved bits set";
-		if (meta & CCL_META_RSVD)
-			goto err;
 		/* empty leaves other than the head are unlinked (C) */
 		if (!n || ccl_meta_bitmap(meta)) {
 			lv[n++] = (struct rleaf){ .off = off, .meta = meta };
@@ -265,6 +262,7 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf,
 	struct pmidx_alloc *a = &t->pool->alloc;
 	struct ccl_leaf l;
 	u32 bitmap, len, minlen = 0, maxlen = 0, s2len;
+	u64 tsw;
 	u8 minbuf[PMIDX_KEY_MAX];
 	unsigned long bits;
 	unsigned int s, s2;
@@ -280,11 +278,14 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf,
 	ret = pmidx_read_media(&l, ccl_ptr(t, r->off), sizeof(l));
 	if (ret)
 		return ret;
-	r->ts = le64_to_cpu(l.ts);
+	tsw = le64_to_cpu(l.ts);
 	*why = "leaf timestamp out of range";
-	if (r->ts > PMIDX_WAL_TS_MAX)
+	if ((tsw & CCL_TS_RSVD) || ccl_ts_val(tsw) > CCL_TS_LIMIT)
 		return -EUCLEAN;
-	ts_max(&rc->maxts, r->ts);
+	ts_max(&rc->maxts, ccl_ts_val(tsw));
+	/* a commit cut short after its meta word (format.h): nothing newer */
+	r->torn = ccl_ts_seq(tsw) != ccl_meta_seq(le64_to_cpu(l.meta));
+	r->ts = r->torn ? U64_MAX : ccl_ts_val(tsw);
 	bitmap = ccl_meta_bitmap(le64_to_cpu(l.meta));
 	vind = le16_to_cpu(l.vind);
 	bits = bitmap;
@@ -389,7 +390,8 @@ static int link_leaves(struct rctx *rc)
 			/* empty leaves followed: unlink them (atomic, durable) */
 			pmidx_store64_persist(t->pm, &l->meta,
 					      ccl_meta(ccl_meta_bitmap(r->meta),
-						       next));
+						       next,
+						       ccl_meta_seq(r->meta)));
 		}
 		r->bn->next = i + 1 < rc->nl ? rc->lv[i + 1].bn : NULL;
 		bn[i] = r->bn;
@@ -438,6 +440,10 @@ static int collect(void *arg, unsigned int w, const struct pmidx_wal_rec *r)
 		kvfree(v->v);
 		v->v = nv;
 		v->cap = cap;
+	}
+	if (r->ts > CCL_TS_LIMIT) {
+		(void)xchg(&rc->why, "log timestamp out of range");
+		return -EUCLEAN;
 	}
 	ts_max(&rc->maxts, r->ts);
 	v->v[v->n++] = (struct rent){ .w0 = r->w0, .w1 = r->w1, .ts = r->ts,
@@ -692,13 +698,34 @@ static void ts_reset(struct rctx *rc)
 		return;
 	for (i = 0; i < rc->nl; i++) {
 		struct ccl_leaf *l = ccl_ptr(t, rc->lv[i].off);
+		u32 seq = ccl_meta_seq(le64_to_cpu(l->meta));
 
-		if (l->ts)
-			pmidx_store64_persist(t->pm, &l->ts, 0);
+		if (ccl_ts_val(le64_to_cpu(l->ts)))
+			pmidx_store64_persist(t->pm, &l->ts, ccl_ts_word(0, seq));
 	}
 	atomic64_set(&rc->maxts, 0);
 	pr_info("pmidx: index %s (ccl): leaf timestamps reset\n",
 		t->idx->name);
+}
+
+/*
+ * Finish the commits a crash cut short after their meta word: the leaf
+ * holds what is newer than every entry seen, so its timestamp becomes the
+ * newest one, with the meta word's sequence.
+ */
+static void finish_torn(struct rctx *rc)
+{
+	struct ccl_tree *t = rc->t;
+	u64 ts = atomic64_read(&rc->maxts);
+	size_t i;
+
+	for (i = 0; i < rc->nl; i++) {
+		struct ccl_leaf *l = ccl_ptr(t, rc->lv[i].off);
+
+		if (rc->lv[i].torn)
+			pmidx_store64_persist(t->pm, &l->ts,
+					      ccl_ts_word(ts, ccl_meta_seq(rc->lv[i].meta)));
+	}
 }
 
 static void rc_free(struct rctx *rc, bool keep_nodes)
@@ -784,6 +811,7 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 	if (ret)
 		goto fail_wal;
 
+	finish_torn(&rc);
 	ts_reset(&rc);
 	atomic64_set(&t->ts, atomic64_read(&rc.maxts));
 	atomic64_set(&t->blob_bytes, atomic64_read(&rc.blob_bytes));

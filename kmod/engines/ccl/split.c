@@ -226,8 +226,8 @@ static void build_leaf(struct ccl_tree *t, struct ccl_leaf *old,
 		s++;
 	}
 	l->vind = cpu_to_le16(vind);
-	l->ts = cpu_to_le64(ts);
-	l->meta = cpu_to_le64(ccl_meta((1U << s) - 1, next));
+	l->ts = cpu_to_le64(ccl_ts_word(ts, 0));
+	l->meta = cpu_to_le64(ccl_meta((1U << s) - 1, next, 0));
 	pmidx_flush(t->pm, l, sizeof(*l));
 }
 
@@ -314,8 +314,12 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	for (i = p.m; i < s; i++)
 		if (it[i].lslot >= 0)
 			upper |= BIT(it[i].lslot);
-	WRITE_ONCE(l->meta, cpu_to_le64(ccl_meta(bitmap & ~upper, next)));
-	pmidx_persist(t->pm, l, PMIDX_LINE_SIZE);
+	/*
+	 * meta alone, same commit sequence: the old timestamp stays right
+	 * (the lower KVs are not in the leaf until step 5 commits them)
+	 */
+	pmidx_store64_persist(t->pm, &l->meta,
+			      ccl_meta(bitmap & ~upper, next, ccl_meta_seq(meta)));
 
 	/* 4: DRAM */
 	for (j = p.k; j-- > 0;) {
