@@ -22,6 +22,7 @@
  */
 #include <linux/bitops.h>
 #include <linux/mutex.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include "core/blob.h"
 #include "ccl.h"
@@ -32,7 +33,64 @@ struct chk {
 	const char		*why;
 	const struct ccl_fence	*prev_low;
 	bool			first;
+	u64			*refs;		/* blobs referenced (see ref_add) */
+	size_t			nrefs, cap;
+	bool			over;		/* more than blob_bytes allows */
 };
+
+/*
+ * Every blob the index references, to find one referenced twice: a leaf
+ * slot, an unflushed buffer slot or a recovered overflow entry each own
+ * theirs (kv.c), and the log holds retired ones apart from all of them.
+ * A blob owned twice would be freed while its other owner still uses it.
+ * Collected inside epoch sections, so into an array sized beforehand.
+ */
+static void ref_add(struct chk *c, u64 w, bool ind)
+{
+	if (!ind || !c->refs)
+		return;
+	/* each blob is counted once in blob_bytes (>= 256 bytes each) */
+	if (c->nrefs == c->cap) {
+		c->over = true;
+		return;
+	}
+	c->refs[c->nrefs++] = ccl_w2off(w);
+}
+
+static int u64_cmp(const void *a, const void *b, void *ctx)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Add what the log holds, then look for a blob referenced twice. */
+static int refs_check(struct ccl_tree *t, struct chk *c)
+{
+	struct pmidx_wal_held *hb;
+	size_t i;
+	u32 j;
+
+	spin_lock(&t->wal->held_lock);
+	list_for_each_entry(hb, &t->wal->held, node)
+		for (j = 0; j < hb->n && c->refs; j++)
+			ref_add(c, ccl_off2w(hb->off[j]), true);
+	spin_unlock(&t->wal->held_lock);
+	if (c->over) {
+		c->why = "more blob references than the index has blob bytes";
+		return -EUCLEAN;
+	}
+	if (!c->refs)
+		return 0;
+	ccl_sort(c->refs, c->nrefs, sizeof(*c->refs), u64_cmp, NULL);
+	for (i = 1; i < c->nrefs; i++) {
+		if (c->refs[i] == c->refs[i - 1]) {
+			c->why = "a blob is referenced twice";
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
 
 static bool blob_ok(struct ccl_tree *t, u64 w, bool key)
 {
@@ -130,6 +188,8 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 				l->fp[i]);
 		if (c->why)
 			return -EUCLEAN;
+		ref_add(c, kw, flags & CCL_F_KIND);
+		ref_add(c, (__force u64)l->slot[i].val, flags & CCL_F_VIND);
 		k = ccl_word_bytes(t, &kw, flags & CCL_F_KIND, &klen);
 		if (ccl_leaf_find(t, l, bitmap, k, klen, l->fp[i]) != i) {
 			c->why = "leaf holds a key twice";
@@ -166,6 +226,8 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 			}
 			continue;
 		}
+		ref_add(c, b->slot[i].key, b->sflag[i] & CCL_F_KIND);
+		ref_add(c, b->slot[i].val, b->sflag[i] & CCL_F_VIND);
 		for (j = 0; j < i; j++) {
 			if (ccl_key_eq(t, b->slot[j].key,
 				       b->sflag[j] & CCL_F_KIND, k, klen)) {
@@ -184,6 +246,8 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		c->why = kv_bad(t, b, e->key, e->val, e->flags, e->fp);
 		if (c->why)
 			return -EUCLEAN;
+		ref_add(c, e->key, e->flags & CCL_F_KIND);
+		ref_add(c, e->val, e->flags & CCL_F_VIND);
 		k = ccl_word_bytes(t, &e->key, e->flags & CCL_F_KIND, &klen);
 		s = ccl_leaf_find(t, l, bitmap, k, klen, e->fp);
 		if ((e->flags & CCL_F_TOMB) && s >= 0)
@@ -206,14 +270,20 @@ int ccl_check(struct ccl_tree *t, u64 *keys, const char **why)
 	struct chk c = { .first = true };
 	int ret;
 
+	/* a blob is at least PMIDX_MIN_OBJ bytes of blob_bytes; no memory: skip */
+	c.cap = atomic64_read(&t->blob_bytes) / PMIDX_MIN_OBJ + 1;
+	c.refs = kvmalloc_array(c.cap, sizeof(*c.refs), GFP_KERNEL);
 	mutex_lock(&t->gc_lock);
 	ret = ccl_inner_check(t, why);
 	if (!ret) {
 		ret = ccl_walk(t, check_visit, &c, NULL);
+		if (!ret)
+			ret = refs_check(t, &c);
 		if (ret)
 			*why = c.why ? c.why : "walk failed";
 	}
 	mutex_unlock(&t->gc_lock);
+	kvfree(c.refs);
 	*keys = c.keys;
 	return ret;
 }
