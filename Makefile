@@ -31,7 +31,7 @@ SELFTEST_SRC := $(wildcard selftests/vm/*.c)
 SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
-	compat-check checkpatch clean demo install
+	compat-check checkpatch clean demo install crash-long
 all: module libpmidx tools selftests user-tools
 
 include libpmidx/libpmidx.mk
@@ -95,6 +95,12 @@ check-vm: all
 check: deps
 	@$(MAKE) --no-print-directory all compat-check
 	@tools/run-suites all
+
+# Opt-in: >= 100,000 ADR crash points per engine (tools/testing/crash-long)
+crash-long:
+	@$(MAKE) --no-print-directory -f tools/testing/user.mk B=$(B) \
+		$(B)/user/plain/test-lifetime $(B)/user/prefix/test-lifetime
+	@UB=$(B)/user tools/testing/crash-long
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -384,9 +384,11 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		.name = name, .run = lt_workload, .check = lt_check, .arg = &arg,
 	};
 	struct crashsim_config cfg = {
-		.seed = ut_seed, .variants = 1,
+		.seed = ut_seed, .variants = env_uint("PMIDX_LIFETIME_VARIANTS", 1),
 		.samples = env_uint("PMIDX_LIFETIME_POINTS", 300),
-		.exhaustive_max = 1, .only_point = -1, .only_variant = -1,
+		/* every point of histories up to this long (crash-long) */
+		.exhaustive_max = env_uint("PMIDX_LIFETIME_EXHAUSTIVE", 1),
+		.only_point = -1, .only_variant = -1,
 		.save_dir = getenv("PMIDX_CRASH_SAVE"),
 		.prefix = crashsim_prefix_default(),
 	};
@@ -406,12 +408,22 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		      name, (unsigned long long)res.failures);
 }
 
+/* PMIDX_LIFETIME_ENGINE=NAME: that engine alone (crash-long runs them apart) */
+static bool engine_wanted(u32 e)
+{
+	const char *only = getenv("PMIDX_LIFETIME_ENGINE");
+
+	return !only || !*only || !strcmp(only, pmidx_engine_name(e));
+}
+
 /* No log collection: every log entry stays replayable to the end. */
 static void lifetime_no_gc(void)
 {
 	u32 e;
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		if (!engine_wanted(e))
+			continue;
 		if (!engine_available(e)) {
 			ut_note("engine %s: not built, skipped", pmidx_engine_name(e));
 			continue;
@@ -426,6 +438,8 @@ static void lifetime_gc(void)
 	u32 e;
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		if (!engine_wanted(e))
+			continue;
 		if (!engine_available(e)) {
 			ut_note("engine %s: not built, skipped", pmidx_engine_name(e));
 			continue;
