@@ -416,8 +416,8 @@ static bool engine_wanted(u32 e)
 	return !only || !*only || !strcmp(only, pmidx_engine_name(e));
 }
 
-/* No log collection: every log entry stays replayable to the end. */
-static void lifetime_no_gc(void)
+/* Every engine built in (and wanted), collecting every @gc_every ops. */
+static void run_all(u32 gc_every, const char *what)
 {
 	u32 e;
 
@@ -428,24 +428,20 @@ static void lifetime_no_gc(void)
 			ut_note("engine %s: not built, skipped", pmidx_engine_name(e));
 			continue;
 		}
-		run_engine(e, 0, "no-gc");
+		run_engine(e, gc_every, what);
 	}
+}
+
+/* No log collection: every log entry stays replayable to the end. */
+static void lifetime_no_gc(void)
+{
+	run_all(0, "no-gc");
 }
 
 /* Collections now and then: held objects are released and reused. */
 static void lifetime_gc(void)
 {
-	u32 e;
-
-	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
-		if (!engine_wanted(e))
-			continue;
-		if (!engine_available(e)) {
-			ut_note("engine %s: not built, skipped", pmidx_engine_name(e));
-			continue;
-		}
-		run_engine(e, 97, "gc");
-	}
+	run_all(97, "gc");
 }
 
 static const struct ut_test tests[] = {
