@@ -34,7 +34,9 @@ u64 pmidx_blob_write(struct pmidx_pool *pool, const void *data, u32 len)
  * pmidx_blob_data - the bytes of the blob at @off
  *
  * Trusts @off (taken from a structure the engine already validated);
- * pmidx_blob_mark() is the validating path used by recovery.
+ * pmidx_blob_mark() is the validating path used by recovery. The bytes
+ * are read in place: readers that hand them out copy them with
+ * pmidx_blob_read() instead, which survives media errors.
  */
 const u8 *pmidx_blob_data(struct pmidx_pool *pool, u64 off, u32 *len)
 {
@@ -42,6 +44,61 @@ const u8 *pmidx_blob_data(struct pmidx_pool *pool, u64 off, u32 *len)
 
 	*len = le32_to_cpu(READ_ONCE(b->len));
 	return b->data;
+}
+
+/**
+ * pmidx_blob_read_len - the length of the blob at @off, read machine-check
+ *                       safe (the header shares its line with the first
+ *                       bytes, so a reader must not load it in place)
+ *
+ * Trusts @off like pmidx_blob_data(); checks the header's ~len word.
+ *
+ * Return: 0, -EIO on a media error, -EUCLEAN for a header that is not one.
+ */
+int pmidx_blob_read_len(struct pmidx_pool *pool, u64 off, u32 *len)
+{
+	struct pmidx_blob hdr;
+	int ret;
+
+	ret = pmidx_read_data(&pool->pm, &hdr, pmidx_ptr(&pool->pm, off),
+			      sizeof(hdr));
+	if (ret)
+		return ret;
+	*len = le32_to_cpu(hdr.len);
+	if (le32_to_cpu(hdr.len_check) != ~*len || *len > PMIDX_VALUE_MAX)
+		return -EUCLEAN;
+	return 0;
+}
+
+/**
+ * pmidx_blob_read_data - copy @len bytes of the blob at @off into @dst,
+ *                        machine-check safe (the data path's one copy)
+ *
+ * Return: 0, or -EIO on a media error.
+ */
+int pmidx_blob_read_data(struct pmidx_pool *pool, u64 off, void *dst, u32 len)
+{
+	const struct pmidx_blob *b = pmidx_ptr(&pool->pm, off);
+
+	return pmidx_read_data(&pool->pm, dst, b->data, len);
+}
+
+/**
+ * pmidx_blob_read - the blob at @off into @dst when it fits in @cap bytes
+ * @len: the blob's length, also when it does not fit (nothing copied)
+ *
+ * The header, then the bytes straight into @dst: no bounce buffer.
+ *
+ * Return: 0, -EIO on a media error, -EUCLEAN for a bad header.
+ */
+int pmidx_blob_read(struct pmidx_pool *pool, u64 off, void *dst, u32 cap,
+		    u32 *len)
+{
+	int ret = pmidx_blob_read_len(pool, off, len);
+
+	if (ret || *len > cap)
+		return ret;
+	return pmidx_blob_read_data(pool, off, dst, *len);
 }
 
 /** pmidx_blob_retire - free the blob once epoch readers are done with it */

@@ -33,6 +33,10 @@ struct pmidx_blob {
 
 u64 pmidx_blob_write(struct pmidx_pool *pool, const void *data, u32 len);
 const u8 *pmidx_blob_data(struct pmidx_pool *pool, u64 off, u32 *len);
+int pmidx_blob_read_len(struct pmidx_pool *pool, u64 off, u32 *len);
+int pmidx_blob_read_data(struct pmidx_pool *pool, u64 off, void *dst, u32 len);
+int pmidx_blob_read(struct pmidx_pool *pool, u64 off, void *dst, u32 cap,
+		    u32 *len);
 void pmidx_blob_retire(struct pmidx_pool *pool, u64 off);
 int pmidx_blob_mark(struct pmidx_pool *pool, u64 off);
 

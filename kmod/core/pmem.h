@@ -14,7 +14,9 @@
 #define _PMIDX_PMEM_H
 
 #include <linux/types.h>
+#include <linux/atomic.h>
 #include <linux/percpu.h>
+#include <linux/printk.h>
 #include <linux/libnvdimm.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -39,12 +41,14 @@ struct pmidx_pmem_stats {
  * @size:  bytes mapped
  * @eadr:  true when flushes can be elided (see file comment)
  * @stats: per-CPU flush/fence counters, summed on demand
+ * @media_errors: data-path reads that hit poison (pmidx_read_data())
  */
 struct pmidx_pmem {
 	void				*base;
 	u64				size;
 	bool				eadr;
 	struct pmidx_pmem_stats __percpu *stats;
+	atomic64_t			media_errors;
 };
 
 static inline void *pmidx_ptr(const struct pmidx_pmem *pm, u64 off)
@@ -126,6 +130,37 @@ static inline void pmidx_memset_persist(struct pmidx_pmem *pm, void *dst,
 static inline int pmidx_read_media(void *dst, const void *src, size_t len)
 {
 	return copy_mc_to_kernel(dst, src, len) ? -EIO : 0;
+}
+
+/**
+ * pmidx_read_data - copy user data (a value, a key) out of pmem for a
+ *                   reader, surviving media errors
+ *
+ * The data path's one copy of the bytes (into the caller's buffer or a
+ * scan's stage), machine-check safe: a poisoned line answers -EIO for
+ * this read alone, is counted in @pm->media_errors and logged (rate
+ * limited). Only the copy is protected: whatever the caller reads in place
+ * (leaf words, list nodes, keys compared where they lie) still takes the
+ * machine check; see the engines' READMEs.
+ *
+ * Return: 0, or -EIO when a poisoned line was hit.
+ */
+static inline int pmidx_read_data(struct pmidx_pmem *pm, void *dst,
+				  const void *src, size_t len)
+{
+	unsigned long left = copy_mc_to_kernel(dst, src, len);
+
+	if (likely(!left))
+		return 0;
+	atomic64_inc(&pm->media_errors);
+	pr_warn_ratelimited("pmidx: media error reading pool offset %#llx (%zu bytes, %lu not read)\n",
+			    (unsigned long long)pmidx_off(pm, src), len, left);
+	return -EIO;
+}
+
+static inline u64 pmidx_media_errors(const struct pmidx_pmem *pm)
+{
+	return atomic64_read(&pm->media_errors);
 }
 
 void pmidx_pmem_sum_stats(const struct pmidx_pmem *pm,
