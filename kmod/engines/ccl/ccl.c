@@ -553,11 +553,9 @@ static int ccl_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 	u8 fp = ccl_fp(key, klen), flags = 0;
 	struct ccl_bnode *b, *nx;
 	struct rsnap s;
-	const u8 *p;
-	u32 len;
 	bool hit;
 	u64 h, vw = 0;
-	int found;
+	int found, ret = -ENOENT;
 
 	ccl_stat_inc(t, get);
 	if (!ccl_ready(t))
@@ -582,15 +580,13 @@ again:
 	/* consistent: words may now be followed to blobs */
 	found = snap_lookup(t, &s, key, klen, fp, &vw, &flags, &hit);
 	if (found) {
-		p = ccl_word_bytes(t, &vw, flags & CCL_F_VIND, &len);
-		if (len <= *vlen)
-			memcpy(val, p, len);
-		*vlen = len;
+		/* the value's one copy, machine-check safe, into @val */
+		ret = ccl_word_read(t, vw, flags & CCL_F_VIND, val, *vlen, vlen);
 		if (hit)
 			ccl_stat_inc(t, buffer_hits);
 	}
 	pmidx_epoch_exit(&t->epoch);
-	return found ? 0 : -ENOENT;
+	return ret;
 }
 
 /* ---- put / del ---------------------------------------------------------- */
@@ -746,7 +742,8 @@ static void srec_apply(struct ccl_tree *t, struct srec *r, unsigned int *n,
 /*
  * Stage the node's records in [cur, end) into st->stage. Return: 0, or
  * CCL_NEEDRES with st->cap raised when the stage is too small, or CCL_RETRY
- * when the snapshot was not consistent.
+ * when the snapshot was not consistent, or -EIO (-EUCLEAN) for a record
+ * whose key or value cannot be read, with the records before it staged.
  */
 static int scan_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 		     struct scan_state *st, const u8 *end, u32 end_len)
@@ -806,29 +803,44 @@ static int scan_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 	st->used = 0;
 	st->nrec = 0;
 	for (i = 0; i < n; i++) {
-		const u8 *k, *v;
+		u8 *rec = st->stage + st->used;
+		size_t room = st->cap - st->used;
+		const u8 *k;
 		u32 klen, vlen;
 		int c;
 
 		if (r[i].dead)
 			continue;
+		/* compared where it lies, as by the sort (README: media errors) */
 		k = ccl_word_bytes(t, &r[i].key, r[i].flags & CCL_F_KIND, &klen);
 		c = pmidx_key_cmp(k, klen, st->cur, st->curlen);
 		if (c < 0 || (!c && st->excl))
 			continue;
 		if (end_len && pmidx_key_cmp(k, klen, end, end_len) >= 0)
 			break;
-		v = ccl_word_bytes(t, &r[i].val, r[i].flags & CCL_F_VIND, &vlen);
+		/*
+		 * The value's one copy, machine-check safe, straight into the
+		 * stage (nothing is copied when it does not fit). A record
+		 * that cannot be read ends the node with the error; the
+		 * records staged before it stand.
+		 */
+		room = room > 8 + klen ? min_t(size_t, room - 8 - klen, U32_MAX) : 0;
+		ret = ccl_word_read(t, r[i].val, r[i].flags & CCL_F_VIND,
+				    room ? rec + 8 + klen : NULL, room, &vlen);
+		if (ret)
+			break;
 		need = st->used + 8 + klen + vlen;
 		if (need > st->cap) {
 			st->cap = max(need, 2 * st->cap);
 			ret = CCL_NEEDRES;
 			break;
 		}
-		memcpy(st->stage + st->used, &klen, 4);
-		memcpy(st->stage + st->used + 4, &vlen, 4);
-		memcpy(st->stage + st->used + 8, k, klen);
-		memcpy(st->stage + st->used + 8 + klen, v, vlen);
+		ret = ccl_word_read(t, r[i].key, r[i].flags & CCL_F_KIND,
+				    rec + 8, klen, &klen);
+		if (ret)
+			break;
+		memcpy(rec, &klen, 4);
+		memcpy(rec + 4, &vlen, 4);
 		st->used = need;
 		st->nrec++;
 	}
@@ -846,7 +858,7 @@ static int ccl_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	struct ccl_bnode *b, *nx;
 	size_t off;
 	u64 h;
-	int ret = 0;
+	int ret = 0, bad;
 
 	ccl_stat_inc(t, scan);
 	if (!ccl_ready(t))
@@ -891,7 +903,9 @@ again:
 				break;
 			continue;
 		}
-		if (ret)
+		/* an unreadable record: the ones before it go out first */
+		bad = ret;
+		if (ret && ret != -EIO && ret != -EUCLEAN)
 			break;
 		for (off = 0; off < st->used;) {
 			u32 klen, vlen;
@@ -904,6 +918,9 @@ again:
 				goto done;
 			off += 8 + klen + vlen;
 		}
+		ret = bad;
+		if (ret)
+			break;
 		if (!st->has_hi || (end_len && pmidx_key_cmp(st->hi, st->hilen,
 							      end, end_len) >= 0))
 			break;

@@ -273,6 +273,8 @@ static inline u64 ccl_next_ts(struct ccl_tree *t)
 u8 ccl_fp(const u8 *k, u32 len);
 u64 ccl_pfx(const u8 *k, u32 len);
 const u8 *ccl_word_bytes(struct ccl_tree *t, const u64 *w, bool ind, u32 *len);
+int ccl_word_read(struct ccl_tree *t, u64 w, bool ind, void *dst, u32 cap,
+		  u32 *len);
 bool ccl_key_eq(struct ccl_tree *t, u64 w, bool ind, const u8 *k, u32 klen);
 int ccl_key_cmp_word(struct ccl_tree *t, u64 w, bool ind, const u8 *k,
 		     u32 klen);

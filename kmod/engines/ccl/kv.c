@@ -61,6 +61,28 @@ const u8 *ccl_word_bytes(struct ccl_tree *t, const u64 *w, bool ind, u32 *len)
 	return pmidx_blob_data(t->pool, ccl_w2off(*w), len);
 }
 
+/**
+ * ccl_word_read - the bytes word @w stands for, into @dst when they fit in
+ *                 @cap (*len: their length either way)
+ *
+ * For readers handing keys and values out: a blob's header and bytes are
+ * copied machine-check safe, straight into @dst (pmidx_blob_read()); an
+ * inline word is already in DRAM.
+ *
+ * Return: 0, -EIO on a media error, -EUCLEAN for a bad blob header.
+ */
+int ccl_word_read(struct ccl_tree *t, u64 w, bool ind, void *dst, u32 cap,
+		  u32 *len)
+{
+	if (!ind) {
+		*len = 8;
+		if (cap >= 8)
+			memcpy(dst, &w, 8);
+		return 0;
+	}
+	return pmidx_blob_read(t->pool, ccl_w2off(w), dst, cap, len);
+}
+
 bool ccl_key_eq(struct ccl_tree *t, u64 w, bool ind, const u8 *k, u32 klen)
 {
 	const u8 *p;
