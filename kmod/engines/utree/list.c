@@ -57,6 +57,33 @@ const u8 *ut_blob(const struct utree *t, u64 off, u32 *len)
 	return b->data;
 }
 
+/**
+ * ut_blob_read - copy the blob at @off into @dst, machine-check safe
+ * @cap: room at @dst; min(@cap, length) bytes are copied
+ * @len: the blob's length
+ *
+ * ut_blob()'s checks, with the header and the bytes read through
+ * pmidx_blob_read_len()/pmidx_blob_read_data(): the data path's one copy,
+ * and a media error under it answers -EIO instead of a machine check.
+ *
+ * Return: 0, -EIO on a media error, -EUCLEAN when @off is not a blob.
+ */
+int ut_blob_read(const struct utree *t, u64 off, void *dst, u32 cap, u32 *len)
+{
+	int ret;
+
+	if (!ut_in_data(t, off, sizeof(struct pmidx_blob)) ||
+	    off & (PMIDX_MIN_OBJ - 1))
+		return -EUCLEAN;
+	ret = pmidx_blob_read_len(t->pool, off, len);
+	if (ret)
+		return ret;
+	if (pmidx_alloc_size(&t->pool->alloc, off) <
+	    sizeof(struct pmidx_blob) + *len)
+		return -EUCLEAN;
+	return pmidx_blob_read_data(t->pool, off, dst, min(cap, *len));
+}
+
 /* The key bytes of node @n (inline in the node or in its blob). */
 const u8 *ut_node_key(const struct utree *t, const struct ut_lnode *n,
 		      u32 *len)
@@ -153,7 +180,7 @@ void ut_ver_release(struct utree *t, struct ut_lnode *n)
 }
 
 /**
- * ut_read_val - read the value of @n under its embedded version
+ * ut_read_val - read the value word of @n under its embedded version
  * @live: fail with -EAGAIN when the node is marked Deleted (a removal or
  *        replacement is in flight; the caller retries from the tree)
  * @w:    the next word that made it fail with -EAGAIN
@@ -162,7 +189,10 @@ void ut_ver_release(struct utree *t, struct ut_lnode *n)
  * its writer may be preempted (userspace) or gone (a corrupt image), and
  * only the caller's backoff() can tell which.
  *
- * Return: 0 with @v filled, -EAGAIN, or -EUCLEAN for a bad blob word.
+ * A blob is not followed here: ut_val_copy() copies it out (inside the
+ * same epoch section, so the blob is not freed under the copy).
+ *
+ * Return: 0 with @v filled, or -EAGAIN.
  */
 int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 		bool live, u64 *w)
@@ -198,14 +228,32 @@ int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 		break;
 	}
 	if (meta & UT_M_VBLOB) {
-		v->data = ut_blob(t, le64_to_cpu(vw), &v->len);
-		return v->data ? 0 : -EUCLEAN;
+		v->blob = le64_to_cpu(vw);
+		v->len = 0;
+		return 0;
 	}
+	v->blob = 0;
 	memcpy(v->buf, &vw, sizeof(vw));
-	v->data = v->buf;
 	v->len = min_t(u32, ut_meta_vlen(meta), UT_INLINE_MAX);
 	return 0;
 busy:
 	*w = w1;
 	return -EAGAIN;
+}
+
+/**
+ * ut_val_copy - the value ut_read_val() found, into @dst
+ * @cap: room at @dst; min(@cap, length) bytes are copied
+ * @len: the value's length
+ *
+ * Return: 0, -EIO on a media error, -EUCLEAN for a bad blob word.
+ */
+int ut_val_copy(const struct utree *t, const struct ut_val *v, void *dst,
+		u32 cap, u32 *len)
+{
+	if (v->blob)
+		return ut_blob_read(t, v->blob, dst, cap, len);
+	memcpy(dst, v->buf, min(cap, v->len));
+	*len = v->len;
+	return 0;
 }

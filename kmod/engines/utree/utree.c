@@ -28,6 +28,7 @@
  * persistent. The values still come from the list nodes.)
  */
 #include <linux/errno.h>
+#include <linux/log2.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -172,10 +173,9 @@ static int ut_get(struct pmidx_index *idx, const u8 *key, u32 klen, u8 *val,
 		if (ret)
 			break;
 	}
-	if (!ret) {
-		memcpy(val, v.data, min(*vlen, v.len));
-		*vlen = v.len;
-	}
+	/* the value's one copy, machine-check safe, into @val */
+	if (!ret)
+		ret = ut_val_copy(t, &v, val, *vlen, vlen);
 	pmidx_epoch_exit(&t->pool->epoch);
 	return ret;
 }
@@ -434,12 +434,56 @@ retry:
 
 /* ---- scan -------------------------------------------------------------- */
 
-/* The scan's leaf copy, and the key to seek back to after a restart. */
+/*
+ * The scan's leaf copy, the key to seek back to after a restart, and the
+ * record handed to the sink: key and value copied out of pmem machine-
+ * check safe (the sink gets no pointer into pmem). @val starts as @vinit
+ * and grows, outside the epoch section, when a value does not fit.
+ */
 struct ut_scan_state {
 	struct ut_iter	it;
 	struct ut_retry	retry;
 	u8		key[PMIDX_KEY_MAX];
+	u8		kbuf[PMIDX_KEY_MAX];
+	u8		*val;
+	u32		vcap;
+	u8		vinit[512];
 };
+
+/* The key of @n into @buf; a blob key is read machine-check safe. */
+static int scan_key(const struct utree *t, const struct ut_lnode *n, u8 *buf,
+		    u32 *klen)
+{
+	u32 meta = le32_to_cpu(READ_ONCE(n->meta)), bl;
+	__le64 kw = READ_ONCE(n->key);
+	int ret;
+
+	*klen = ut_meta_klen(meta);
+	if (!(meta & UT_M_KBLOB)) {
+		if (*klen > UT_INLINE_MAX)
+			return -EUCLEAN;
+		memcpy(buf, &kw, *klen);
+		return 0;
+	}
+	ret = ut_blob_read(t, le64_to_cpu(kw), buf, PMIDX_KEY_MAX, &bl);
+	if (ret)
+		return ret;
+	return bl == *klen ? 0 : -EUCLEAN;
+}
+
+static int scan_grow(struct ut_scan_state *st, u32 len)
+{
+	u32 cap = roundup_pow_of_two(len);
+	u8 *p = kvmalloc(cap, GFP_KERNEL);
+
+	if (!p)
+		return -ENOMEM;
+	if (st->val != st->vinit)
+		kvfree(st->val);
+	st->val = p;
+	st->vcap = cap;
+	return 0;
+}
 
 static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		   bool after, const u8 *end, u32 end_len,
@@ -451,8 +495,7 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	struct ut_lnode *n;
 	struct ut_skey k;
 	struct ut_val v;
-	const u8 *key;
-	u32 klen;
+	u32 klen, vlen;
 	u64 w;
 	int ret = 0;
 
@@ -460,6 +503,8 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
+	st->val = st->vinit;
+	st->vcap = sizeof(st->vinit);
 	it = &st->it;
 	ut_skey_init(&k, start, start_len);
 	pmidx_epoch_enter(&t->pool->epoch);
@@ -467,33 +512,50 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	for (;;) {
 		for (; it->i < it->n; it->i++) {
 			n = ut_node(t, ut_ent_node(it->ent[it->i]));
-			key = ut_node_key(t, n, &klen);
-			if (!key || klen > PMIDX_KEY_MAX) {
-				ret = -EUCLEAN;
+			/*
+			 * Key and value are copied machine-check safe: a
+			 * media error under either ends the scan with -EIO,
+			 * after the records before it (README).
+			 */
+			ret = scan_key(t, n, st->kbuf, &klen);
+			if (ret)
 				goto out;
-			}
-			if (end_len && pmidx_key_cmp(key, klen, end, end_len) >= 0)
+			if (end_len && pmidx_key_cmp(st->kbuf, klen, end, end_len) >= 0)
 				goto out;
 			/* a marked node still holds the last committed value */
 			ret = ut_read_val(t, n, &v, false, &w);
+			if (!ret)
+				ret = ut_val_copy(t, &v, st->val, st->vcap, &vlen);
+			if (!ret && vlen > st->vcap) {
+				/* a bigger buffer, then seek back to this key */
+				memcpy(st->key, st->kbuf, klen);
+				pmidx_epoch_exit(&t->pool->epoch);
+				ret = scan_grow(st, vlen);
+				pmidx_epoch_enter(&t->pool->epoch);
+				if (ret)
+					goto out;
+				goto reseek;
+			}
 			if (ret == -EAGAIN) {
 				/* the copy may be stale after backoff(): seek again */
-				memcpy(st->key, key, klen);
+				memcpy(st->key, st->kbuf, klen);
 				ut_retry_note(&st->retry, ut_ent_node(it->ent[it->i]), w);
 				ret = backoff(t, &st->retry, false);
 				if (ret)
 					goto out;
-				ut_skey_init(&k, st->key, klen);
-				ut_iter_seek(t, it, &k, false);
-				it->i--;	/* the loop steps to it->i = 0 */
-				continue;
+				goto reseek;
 			}
 			if (!ret)
-				ret = sink->emit(sink, key, klen, v.data, v.len);
+				ret = sink->emit(sink, st->kbuf, klen, st->val, vlen);
 			if (ret) {
 				ret = min(ret, 0);
 				goto out;
 			}
+			continue;
+reseek:
+			ut_skey_init(&k, st->key, klen);
+			ut_iter_seek(t, it, &k, false);
+			it->i--;	/* the loop steps to it->i = 0 */
 		}
 		/* leaves stay allocated: let the CPU go between them */
 		pmidx_epoch_exit(&t->pool->epoch);
@@ -504,6 +566,8 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	}
 out:
 	pmidx_epoch_exit(&t->pool->epoch);
+	if (st->val != st->vinit)
+		kvfree(st->val);
 	kfree(st);
 	return ret;
 }

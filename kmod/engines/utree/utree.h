@@ -258,10 +258,10 @@ static inline void ut_retry_note(struct ut_retry *r, u64 off, u64 w)
 
 /* ---- list.c ---------------------------------------------------------- */
 
-/* A value read under the embedded version: bytes at @data. */
+/* A value as read under the node's Version: a blob, or inline bytes. */
 struct ut_val {
-	const u8	*data;
-	u32		len;
+	u64		blob;		/* blob offset, 0: inline in @buf */
+	u32		len;		/* inline length */
 	u8		buf[UT_INLINE_MAX];
 };
 
@@ -292,6 +292,7 @@ static inline __le64 *ut_nextw(const struct utree *t, u64 pred)
 u64 ut_pfx(const u8 *key, u32 len);
 void ut_skey_init(struct ut_skey *k, const u8 *key, u32 len);
 const u8 *ut_blob(const struct utree *t, u64 off, u32 *len);
+int ut_blob_read(const struct utree *t, u64 off, void *dst, u32 cap, u32 *len);
 const u8 *ut_node_key(const struct utree *t, const struct ut_lnode *n,
 		      u32 *len);
 int ut_node_cmp(const struct utree *t, u64 off, const struct ut_skey *k);
@@ -302,6 +303,8 @@ void ut_unmark(struct utree *t, struct ut_lnode *n);
 void ut_ver_release(struct utree *t, struct ut_lnode *n);
 int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 		bool live, u64 *w);
+int ut_val_copy(const struct utree *t, const struct ut_val *v, void *dst,
+		u32 cap, u32 *len);
 
 /* ---- tree.c ---------------------------------------------------------- */
 
