@@ -729,6 +729,8 @@ static void srec_apply(struct ccl_tree *t, struct srec *r, unsigned int *n,
 	k = ccl_word_bytes(t, &key, flags & CCL_F_KIND, &klen);
 	for (i = 0; i < *n; i++) {
 		if (ccl_key_eq(t, r[i].key, r[i].flags & CCL_F_KIND, k, klen)) {
+			/* the newest entry's key word too: its blob is live */
+			r[i].key = key;
 			r[i].val = val;
 			r[i].flags = flags;
 			r[i].dead = flags & CCL_F_TOMB;
