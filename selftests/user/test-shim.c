@@ -7,6 +7,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <linux/bitmap.h>
 #include <linux/crc32.h>
 #include <linux/ctype.h>
@@ -326,6 +330,52 @@ static void media_errors(void)
 	UT_EQ(copy_mc_to_kernel(dst, src, sizeof(src)), 0);
 }
 
+/* A forked child loads @p in place: true when that faulted. */
+static bool load_faults(const volatile u8 *p)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		signal(SIGSEGV, SIG_DFL);	/* no sanitizer report */
+		(void)*p;
+		_exit(0);
+	}
+	UT_ASSERT(pid > 0);
+	UT_ASSERT(waitpid(pid, &status, 0) == pid);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
+static void media_errors_trap(void)
+{
+	size_t pg = sysconf(_SC_PAGESIZE), i;
+	u8 *m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	u8 *dst = malloc(4 * pg);
+
+	UT_ASSERT(m != MAP_FAILED && dst);
+	for (i = 0; i < 4 * pg; i++)
+		m[i] = i * 7;
+	/* line 2 of page 1 poisoned: page 1 traps, copies stop at the line */
+	UT_EQ(shim_pmem_poison_trap(m + pg + 130, 10), 0);
+	UT_EQ(shim_pmem_poison_trap(m + pg + 1000, 10), -EEXIST);
+	UT_ASSERT(load_faults(m + pg + 130));
+	UT_ASSERT(load_faults(m + pg));		/* the page, not only the line */
+	UT_ASSERT(!load_faults(m + 2 * pg));
+	UT_EQ(copy_mc_to_kernel(dst, m, 4 * pg), 3 * pg - 128);
+	for (i = 0; i < pg + 128; i++)
+		UT_ASSERT(dst[i] == (u8)(i * 7));
+	UT_EQ(copy_mc_to_kernel(dst, m + pg + 192, 2 * pg), 0);
+	for (i = 0; i < 2 * pg; i++)
+		UT_ASSERT(dst[i] == (u8)((pg + 192 + i) * 7));
+	shim_pmem_clear_poison();
+	UT_ASSERT(!load_faults(m + pg + 130));
+	m[pg] = 1;
+	UT_EQ(copy_mc_to_kernel(dst, m, 4 * pg), 0);
+	munmap(m, 4 * pg);
+	free(dst);
+}
+
 static void alloc_failure_injection(void)
 {
 	void *a, *b;
@@ -439,6 +489,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(workqueue_ops),
 	UT_TEST(locks_lockdep),
 	UT_TEST(media_errors),
+	UT_TEST(media_errors_trap),
 	UT_TEST(alloc_failure_injection),
 	UT_TEST(list_ops),
 };

@@ -12,6 +12,11 @@
  *
  * Media errors: shim_pmem_poison() marks a range so that copy_mc_to_kernel()
  * reading it stops there, as a machine-check-safe copy does on poison.
+ * shim_pmem_poison_trap() does the same and makes every other access to the
+ * range's pages fault (SIGSEGV, as a load of poison machine-checks): a test
+ * that survives it read the range only through copy_mc_to_kernel(). The
+ * pages must not be written while trapped either (whole pages: keep other
+ * live data out of them), nor overlap another trap; clearing restores them.
  */
 #ifndef _SHIM_PMEM_H
 #define _SHIM_PMEM_H
@@ -46,6 +51,7 @@ void shim_pmem_hw_flush(const void *addr, size_t len);
 void shim_pmem_hw_fence(void);
 
 int shim_pmem_poison(const void *addr, size_t len);
+int shim_pmem_poison_trap(const void *addr, size_t len);
 void shim_pmem_clear_poison(void);
 
 #endif

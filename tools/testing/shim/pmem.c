@@ -3,9 +3,12 @@
  * Userspace pmem backend (see <shim/pmem.h>): the cache-maintenance and
  * fence entry points of kmod/core, dispatched to the installed ops.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <linux/types.h>
 #include <linux/bug.h>
@@ -209,6 +212,14 @@ void memcpy_flushcache(void *dst, const void *src, size_t cnt)
 
 /* ---- media errors -------------------------------------------------------------- */
 
+/*
+ * Poison is per cache line, as on the hardware: copy_mc_to_kernel() stops
+ * at the first poisoned line of its source. A trapped range (see
+ * shim_pmem_poison_trap()) also makes any other access to its pages fault,
+ * the way a load of a poisoned line machine-checks: the pages are
+ * PROT_NONE and copy_mc_to_kernel() reads their other bytes from a copy
+ * taken when the trap was set.
+ */
 #define MAX_POISON	16
 
 static pthread_mutex_t poison_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -217,26 +228,108 @@ static struct {
 } poison[MAX_POISON];
 static unsigned int nr_poison;
 
+static struct {
+	uintptr_t start, end;		/* whole pages */
+	u8 *shadow;			/* their bytes when trapped */
+} trap[MAX_POISON];
+static unsigned int nr_trap;
+
+static int poison_add(const void *addr, size_t len)
+{
+	if (nr_poison == MAX_POISON)
+		return -ENOSPC;
+	poison[nr_poison].start = (uintptr_t)addr;
+	poison[nr_poison].end = (uintptr_t)addr + len;
+	__atomic_store_n(&nr_poison, nr_poison + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int shim_pmem_poison(const void *addr, size_t len)
 {
-	int ret = -ENOSPC;
+	int ret;
 
 	pthread_mutex_lock(&poison_lock);
-	if (nr_poison < MAX_POISON) {
-		poison[nr_poison].start = (uintptr_t)addr;
-		poison[nr_poison].end = (uintptr_t)addr + len;
-		__atomic_store_n(&nr_poison, nr_poison + 1, __ATOMIC_RELEASE);
-		ret = 0;
+	ret = poison_add(addr, len);
+	pthread_mutex_unlock(&poison_lock);
+	return ret;
+}
+
+int shim_pmem_poison_trap(const void *addr, size_t len)
+{
+	uintptr_t pg = sysconf(_SC_PAGESIZE);
+	uintptr_t ps = (uintptr_t)addr & ~(pg - 1);
+	uintptr_t pe = ALIGN((uintptr_t)addr + len, pg);
+	unsigned int i;
+	int ret = -ENOSPC;
+	u8 *shadow;
+
+	pthread_mutex_lock(&poison_lock);
+	for (i = 0; i < nr_trap; i++) {
+		if (trap[i].start < pe && trap[i].end > ps) {
+			ret = -EEXIST;
+			goto out;
+		}
 	}
+	if (nr_trap == MAX_POISON)
+		goto out;
+	shadow = malloc(pe - ps);
+	if (!shadow)
+		goto out;
+	memcpy(shadow, (void *)ps, pe - ps);
+	ret = poison_add(addr, len);
+	if (!ret && mprotect((void *)ps, pe - ps, PROT_NONE))
+		ret = -errno;
+	if (ret) {
+		free(shadow);
+		goto out;
+	}
+	trap[nr_trap].start = ps;
+	trap[nr_trap].end = pe;
+	trap[nr_trap].shadow = shadow;
+	nr_trap++;
+out:
 	pthread_mutex_unlock(&poison_lock);
 	return ret;
 }
 
 void shim_pmem_clear_poison(void)
 {
+	unsigned int i;
+
 	pthread_mutex_lock(&poison_lock);
+	for (i = 0; i < nr_trap; i++) {
+		/* the pages may be gone (image unmapped): then nothing to do */
+		mprotect((void *)trap[i].start, trap[i].end - trap[i].start,
+			 PROT_READ | PROT_WRITE);
+		free(trap[i].shadow);
+	}
+	nr_trap = 0;
 	__atomic_store_n(&nr_poison, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&poison_lock);
+}
+
+/* memcpy, reading trapped pages from their shadow; poison_lock held */
+static void copy_untrapped(u8 *dst, uintptr_t s, size_t n)
+{
+	while (n) {
+		size_t chunk = n;
+		const u8 *from = (const u8 *)s;
+		unsigned int i;
+
+		for (i = 0; i < nr_trap; i++) {
+			if (s >= trap[i].start && s < trap[i].end) {
+				chunk = min(n, (size_t)(trap[i].end - s));
+				from = trap[i].shadow + (s - trap[i].start);
+				break;
+			}
+			if (trap[i].start > s)
+				chunk = min(chunk, (size_t)(trap[i].start - s));
+		}
+		memcpy(dst, from, chunk);
+		dst += chunk;
+		s += chunk;
+		n -= chunk;
+	}
 }
 
 unsigned long copy_mc_to_kernel(void *dst, const void *src, size_t cnt)
@@ -244,18 +337,19 @@ unsigned long copy_mc_to_kernel(void *dst, const void *src, size_t cnt)
 	uintptr_t s = (uintptr_t)src, first = s + cnt;
 	unsigned int i;
 
-	if (__atomic_load_n(&nr_poison, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&poison_lock);
-		for (i = 0; i < nr_poison; i++) {
-			/* poison is per cache line, as on the hardware */
-			uintptr_t ps = poison[i].start & ~(uintptr_t)(LINE - 1);
-			uintptr_t pe = ALIGN(poison[i].end, (uintptr_t)LINE);
-
-			if (ps < s + cnt && pe > s)
-				first = min(first, max(ps, s));
-		}
-		pthread_mutex_unlock(&poison_lock);
+	if (!__atomic_load_n(&nr_poison, __ATOMIC_ACQUIRE)) {
+		memcpy(dst, src, cnt);
+		return 0;
 	}
-	memcpy(dst, src, first - s);
+	pthread_mutex_lock(&poison_lock);
+	for (i = 0; i < nr_poison; i++) {
+		uintptr_t ps = poison[i].start & ~(uintptr_t)(LINE - 1);
+		uintptr_t pe = ALIGN(poison[i].end, (uintptr_t)LINE);
+
+		if (ps < s + cnt && pe > s)
+			first = min(first, max(ps, s));
+	}
+	copy_untrapped(dst, s, first - s);
+	pthread_mutex_unlock(&poison_lock);
 	return s + cnt - first;
 }
