@@ -99,6 +99,8 @@ USER_VARIANTS	:= plain asan tsan fuzz replay prefix
 
 # tests of every engine through the engine ops (selftests/user/test-NAME.c)
 USER_ENG_TESTS	:= engines lifetime
+# media errors on the data path (test-media.c, issue 11)
+USER_ENG_TESTS	+= media
 
 # the engines' own crash tests: selftests/user/<engine>-crash.c
 USER_ENG_CRASH_ALL := $(filter-out test-crash,\
@@ -256,6 +258,7 @@ USER_ENG_CRASH	:= $(if $(USER_ENGINE_CRASH),$(USER_ENG_CRASH_ALL))
 USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 		    $(UB)/plain/test-lifetime $(UB)/asan/test-lifetime \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
+USER_BIN_engines += $(UB)/plain/test-media $(UB)/asan/test-media
 # The prefix model (crashsim.h) in the prefix build: the simulator's
 # self-test and the core's workloads, the engines' key/value crash
 # simulation and the engines' own crash tests on a short sample of crash

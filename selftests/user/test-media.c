@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Media errors on the data path (issue 11): every engine reads values and
+ * keys out of pmem with a machine-check-safe copy, so a poisoned line
+ * answers -EIO for the record that holds it and nothing else.
+ *
+ * For each engine and each case: an index of NKEYS keys, the line of one
+ * record's value (or key) found in the image by its unique bytes and
+ * poisoned (<shim/pmem.h>: copy_mc_to_kernel() stops there). Trapped
+ * cases also make every other access to the poisoned page fault, as a
+ * load of poison machine-checks: the test only survives them if the
+ * engine never reads that page in place. Then:
+ *  - get of that key: -EIO; get of every other key: its value;
+ *  - a scan over it: the records before it, then -EIO; scans that do not
+ *    cover it: complete;
+ *  - the pool's media error count went up;
+ *  - an overwrite (or delete and put) of the key works and the new value
+ *    reads back; a full scan is complete again; with the poison cleared
+ *    the structural check passes.
+ * Runs plain and under ASan (the engines suite).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <shim/pmem.h>
+#include <shim/shim.h>
+#include "core/engine.h"
+#include "harness.h"
+
+#define SZ		(64ULL << 20)
+#define NKEYS		120
+#define VICTIM		57
+
+struct mcase {
+	const char	*name;
+	u32		vlen;		/* value bytes */
+	int		off;		/* poisoned byte, from the blob's data */
+	bool		trap;		/* other accesses to the page fault */
+	bool		key;		/* poison the victim's (long) key instead */
+};
+
+static const struct mcase cases[] = {
+	/* a 4000-byte value is a 4 KiB object: its page holds nothing else */
+	{ "blob header line (trapped)", 4000, -8, true, false },
+	{ "value data line (trapped)", 4000, 2100, true, false },
+	{ "last value line (trapped)", 4000, 3999, true, false },
+	/* 256-byte objects share the page: poison only */
+	{ "small value (header line)", 100, 0, false, false },
+	{ "out-of-line key", 100, 3, false, true },
+};
+
+/* key i: 8 bytes big-endian; the victim of a key case: 24 bytes */
+static u32 make_key(u32 i, bool long_key, u8 *k)
+{
+	u64 be = cpu_to_be64(i);
+
+	memcpy(k, &be, 8);
+	if (!long_key)
+		return 8;
+	memcpy(k + 8, "key-tail-media!", 16);
+	return 24;
+}
+
+/* value of key i, generation g: 16 unique bytes, then a pattern */
+static void make_val(u32 i, u32 g, u32 len, u8 *v)
+{
+	char head[17];
+	u32 j;
+
+	snprintf(head, sizeof(head), "val%05u/g%u/....", i, g);
+	for (j = 0; j < len; j++)
+		v[j] = j < 16 ? head[j] : (u8)(i * 31 + g * 7 + j);
+}
+
+struct ctx {
+	const struct mcase	*c;
+	struct pmidx_index	*idx;
+};
+
+static u32 key_of(const struct ctx *x, u32 i, u8 *k)
+{
+	return make_key(i, x->c->key && i == VICTIM, k);
+}
+
+static int get(const struct ctx *x, u32 i, u32 g)
+{
+	static u8 v[8192], want[8192];
+	u8 k[32];
+	u32 kl = key_of(x, i, k), vl = sizeof(v);
+	int ret = x->idx->ops->get(x->idx, k, kl, v, &vl);
+
+	if (ret)
+		return ret;
+	make_val(i, g, x->c->vlen, want);
+	return vl == x->c->vlen && !memcmp(v, want, vl) ? 0 : -EBADMSG;
+}
+
+static int put(const struct ctx *x, u32 i, u32 g)
+{
+	u8 k[32], v[8192];
+	u32 kl = key_of(x, i, k);
+
+	make_val(i, g, x->c->vlen, v);
+	return x->idx->ops->put(x->idx, k, kl, v, x->c->vlen, 0);
+}
+
+/* checks each record: keys in order from @first, values of generation @g */
+struct sink {
+	struct pmidx_scan_sink	sink;
+	const struct ctx	*x;
+	u32			next, n, g_victim;
+	bool			bad;
+};
+
+static int emit(struct pmidx_scan_sink *s, const u8 *key, u32 klen,
+		const u8 *val, u32 vlen)
+{
+	struct sink *c = container_of(s, struct sink, sink);
+	u8 k[32], v[8192];
+	u32 i = c->next, kl = key_of(c->x, i, k);
+
+	make_val(i, i == VICTIM ? c->g_victim : 0, c->x->c->vlen, v);
+	if (klen != kl || memcmp(key, k, kl) || vlen != c->x->c->vlen ||
+	    memcmp(val, v, vlen))
+		c->bad = true;
+	c->next++;
+	c->n++;
+	return 0;
+}
+
+/* scan [from, to) (to == NKEYS: unbounded); *n: records delivered */
+static int scan(const struct ctx *x, u32 from, bool after, u32 to, u32 gv,
+		u32 *n)
+{
+	struct sink c = { .sink.emit = emit, .x = x,
+			  .next = from + after, .g_victim = gv };
+	u8 s[32], e[32];
+	u32 sl = from || after ? key_of(x, from, s) : 0;
+	u32 el = to < NKEYS ? key_of(x, to, e) : 0;
+	int ret = x->idx->ops->scan(x->idx, s, sl, after, e, el, &c.sink);
+
+	*n = c.n;
+	UT_ASSERT_MSG(!c.bad, "%s: scan delivered a wrong record", x->c->name);
+	return ret;
+}
+
+/* the one place in the image holding @len bytes at @p */
+static u8 *find_once(void *img, const void *p, size_t len)
+{
+	u8 *at = memmem(img, SZ, p, len), *again;
+
+	UT_ASSERT(at);
+	again = memmem(at + 1, SZ - (at + 1 - (u8 *)img), p, len);
+	UT_ASSERT_MSG(!again, "pattern found twice");
+	return at;
+}
+
+static void run_case(u32 e, const struct mcase *c)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct ctx x = { .c = c };
+	const char *why = NULL;
+	u64 errs, keys = 0;
+	u8 pat[32], *data;
+	u32 i, n;
+
+	UT_ASSERT_MSG(!pmidx_index_create(pool, "m", e, &x.idx, &why),
+		      "%s: create: %s", pmidx_engine_name(e), why);
+	for (i = 0; i < NKEYS; i++)
+		UT_EQ(put(&x, i, 0), 0);
+	/* the victim's blob: found by its unique bytes */
+	if (c->key) {
+		data = find_once(img, "key-tail-media!", 16) - 8;
+	} else {
+		make_val(VICTIM, 0, 16, pat);
+		data = find_once(img, pat, 16);
+	}
+	if (c->trap)
+		UT_EQ(shim_pmem_poison_trap(data + c->off, 1), 0);
+	else
+		UT_EQ(shim_pmem_poison(data + c->off, 1), 0);
+	errs = pmidx_media_errors(&pool->pm);
+
+	if (!c->key)	/* keys are compared in place: see the READMEs */
+		UT_EQ(get(&x, VICTIM, 0), -EIO);
+	for (i = 0; i < NKEYS; i++)
+		if (i != VICTIM || c->key)
+			UT_EQ(get(&x, i, 0), 0);
+	UT_EQ(scan(&x, 0, false, NKEYS, 0, &n), -EIO);
+	UT_EQ(n, VICTIM);
+	UT_EQ(scan(&x, 10, false, NKEYS, 0, &n), -EIO);
+	UT_EQ(n, VICTIM - 10);
+	/* a scan must read the key it stops at: not the poisoned one */
+	UT_EQ(scan(&x, 0, false, VICTIM - c->key, 0, &n), 0);
+	UT_EQ(n, VICTIM - c->key);
+	UT_EQ(scan(&x, VICTIM, true, NKEYS, 0, &n), 0);
+	UT_EQ(n, NKEYS - VICTIM - 1);
+	UT_EQ(scan(&x, VICTIM + 1, false, NKEYS, 0, &n), 0);
+	UT_EQ(n, NKEYS - VICTIM - 1);
+	UT_ASSERT(pmidx_media_errors(&pool->pm) >= errs + (c->key ? 2 : 3));
+
+	if (c->key) {
+		/* a delete drops the key's blob; the put below makes another */
+		u8 k[32];
+		u32 kl = key_of(&x, VICTIM, k);
+
+		UT_EQ(x.idx->ops->del(x.idx, k, kl), 0);
+		UT_EQ(get(&x, VICTIM, 0), -ENOENT);
+	}
+	/* the value goes elsewhere; the poisoned blob is never read again */
+	UT_EQ(put(&x, VICTIM, 1), 0);
+	UT_EQ(get(&x, VICTIM, 1), 0);
+	UT_EQ(scan(&x, 0, false, NKEYS, 1, &n), 0);
+	UT_EQ(n, NKEYS);
+
+	shim_pmem_clear_poison();
+	UT_ASSERT_MSG(!x.idx->ops->check(x.idx, &keys, &why), "%s: check: %s",
+		      c->name, why);
+	UT_EQ(keys, NKEYS);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+}
+
+static void media_errors_engines(void)
+{
+	unsigned int i;
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		if (!pmidx_engine_ops(e))
+			continue;
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			run_case(e, &cases[i]);
+			ut_note("engine %s: %s: -EIO for that record only",
+				pmidx_engine_name(e), cases[i].name);
+		}
+	}
+}
+
+static const struct ut_test tests[] = {
+	UT_TEST(media_errors_engines),
+};
+
+int main(int argc, char **argv)
+{
+	return ut_main(argc, argv, "media", tests, ARRAY_SIZE(tests));
+}
