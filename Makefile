@@ -31,8 +31,8 @@ SELFTEST_SRC := $(wildcard selftests/vm/*.c)
 SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
-	compat-check checkpatch clean demo install crash-long
-all: module libpmidx tools selftests user-tools
+	compat-check checkpatch clean demo install crash-long test-module
+all: module test-module libpmidx tools selftests user-tools
 
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk
@@ -45,6 +45,18 @@ deps:
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# The module with its test interface (uapi/linux/pmidx_test.h), built
+# from a copy of the sources: $(B)/test-module/pmidx.ko, for the suites
+# that exercise the allocator through it (PMIDX_KO=...).
+TEST_KO := $(B)/test-module/pmidx.ko
+test-module: $(TEST_KO)
+$(TEST_KO): $(shell find Kbuild kmod uapi include -name '*.[ch]' -o -name Kbuild)
+	@rm -rf $(B)/test-module && mkdir -p $(B)/test-module
+	@cp -r Kbuild kmod uapi include $(B)/test-module/
+	@find $(B)/test-module -name '*.o' -o -name '*.cmd' -o -name '*.mod*' | xargs rm -f
+	@sed -i '/^obj-m += samples/d' $(B)/test-module/Kbuild
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(B)/test-module CONFIG_PMIDX_TEST=y modules
 
 # Build a copy of the module sources against the 6.12 headers, so the
 # compat header is exercised without disturbing the 6.1 objects.
@@ -109,3 +121,22 @@ demo: deps
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean || true
 	rm -rf $(B)
+
+# Debug tier (README.md, "Debug kernel"): a guest kernel with KASAN,
+# lockdep, kmemleak, debug objects, built from Debian's linux-source-6.1 and
+# cached in /var/cache/pmidx/kernel (PMIDX_KERNEL_CACHE), and pmidx.ko built
+# against it in build/debug. `make check` runs its suites (run-suites debug);
+# PMIDX_VM_KERNEL=debug tools/pmidx-vm ... boots it by hand.
+.PHONY: debug-kernel check-kcsan
+debug-kernel:
+	@tools/debug-kernel
+
+# Opt-in: data_path and async_api on a KCSAN kernel (build/kcsan). A data
+# race fails its suite; the distinct races are listed from the guest logs
+# (build/results/*-kcsan.dmesg).
+check-kcsan: all
+	@tools/run-suites kcsan; rc=$$?; \
+	echo "== KCSAN reports (distinct, count):"; \
+	grep -h 'BUG: KCSAN:' $(B)/results/*-kcsan.dmesg 2>/dev/null | \
+		sed 's/^\[[ 0-9.]*\] //' | sort | uniq -c | sort -rn; \
+	exit $$rc

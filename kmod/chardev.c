@@ -24,6 +24,12 @@ static int uaccess_to(u64 dst, const void *src, u32 len)
 	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
 }
 
+/* A file opened without write access serves reads only (uapi). */
+unsigned int pmidx_file_dispatch_flags(const struct file *file)
+{
+	return file->f_mode & FMODE_WRITE ? 0 : PMIDX_DISPATCH_RDONLY;
+}
+
 /* user memory of the calling task, for the ioctl and io_uring paths */
 const struct pmidx_uaccess pmidx_user_access = {
 	.from	= uaccess_from,
@@ -44,7 +50,8 @@ static long pmidx_chardev_ioctl(struct file *file, unsigned int op,
 		return -ENOTTY;
 	if (copy_from_user(&cmd, ucmd, sizeof(cmd)))
 		return -EFAULT;
-	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access);
+	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access,
+			     pmidx_file_dispatch_flags(file));
 	/* outputs (needed lengths included) go back even on failure */
 	if (copy_to_user(ucmd, &cmd, sizeof(cmd)))
 		return -EFAULT;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The in-kernel API (include/linux/pmidx_kapi.h): index handles for
- * kernel clients. A handle holds one reference on its pool's open count,
- * the same count /dev/pmidxN opens take, so a pool cannot be detached and
- * its indexes cannot be dropped while a client holds a handle. The
- * operations call the engine directly on the caller's buffers after the
- * checks the dispatcher (core/dispatch.c) makes for the user paths.
+ * kernel clients. A handle pins its pool (the pin /dev/pmidxN opens take:
+ * no detach) and holds its index (pmidx_index_hold(): drop-index answers
+ * -EBUSY), so the operations need no per-call reference: they call the
+ * engine directly on the caller's buffers after the checks the dispatcher
+ * (core/dispatch.c) makes for the user paths.
  */
 #include <linux/err.h>
 #include <linux/module.h>
@@ -60,22 +60,20 @@ struct pmidx_handle *pmidx_index_open(const char *pool, const char *index)
 		ret = -ENODEV;
 		goto err_unlock;
 	}
-	h->idx = pmidx_index_lookup(d->pool, index);
-	if (!h->idx) {
-		ret = -ENOENT;
-		goto err_unlock;
-	}
-	if (!h->idx->opened) {
-		ret = -EOPNOTSUPP;
-		goto err_unlock;
-	}
 	ret = pmidx_dev_pin(d);
 	if (ret)
 		goto err_unlock;
+	h->idx = pmidx_index_hold(d->pool, index);
+	if (IS_ERR(h->idx)) {
+		ret = PTR_ERR(h->idx);
+		goto err_unpin;
+	}
 	h->dev = d;
 	mutex_unlock(&pmidx_devs_lock);
 	return h;
 
+err_unpin:
+	pmidx_dev_unpin(d);
 err_unlock:
 	mutex_unlock(&pmidx_devs_lock);
 	kfree(h);
@@ -94,6 +92,7 @@ void pmidx_index_close(struct pmidx_handle *h)
 {
 	if (IS_ERR_OR_NULL(h))
 		return;
+	pmidx_index_release(h->idx);
 	pmidx_dev_unpin(h->dev);
 	kfree(h);
 }

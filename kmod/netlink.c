@@ -5,12 +5,16 @@
  * Validation is strict: every request attribute has a policy entry,
  * output-only attributes have none and so are rejected in requests, and
  * unknown attributes fail. Every error carries an extack message.
- * Commands that change state need CAP_NET_ADMIN (GENL_ADMIN_PERM);
- * LIST and STATS are open to everybody.
+ * Privileges: FORMAT, ATTACH and DETACH hand a block device to the module
+ * or destroy its contents: CAP_SYS_ADMIN. Index-level commands need
+ * CAP_NET_ADMIN (GENL_ADMIN_PERM). LIST and STATS are open to everybody
+ * and cost O(pools + indexes): engines keep live counters.
  *
- * Locking: handlers run in parallel (parallel_ops) and take
- * pmidx_devs_lock for as long as they use a pool, so a pool cannot be
- * detached under them. Dumps re-find their position on every call.
+ * Locking: handlers run in parallel (parallel_ops). They hold
+ * pmidx_devs_lock only to find a pool, then pin it (pool_dev.c) for the
+ * rest of their work, so no command waits behind another's slow part.
+ * Dumps hold the lock while they fill a message, pinning each index they
+ * report, and re-find their position on every call.
  */
 #include <linux/module.h>
 #include <net/genetlink.h>
@@ -18,8 +22,12 @@
 #include "compat.h"
 #include "netlink.h"
 #include "pool_dev.h"
+#if IS_ENABLED(CONFIG_PMIDX_TEST)
+#include <linux/pmidx_test.h>
 #include "core/alloc_test.h"
+#endif
 
+#if IS_ENABLED(CONFIG_PMIDX_TEST)
 static struct netlink_range_validation test_ops_range = {
 	.min = 1, .max = 10000000,
 };
@@ -27,6 +35,7 @@ static struct netlink_range_validation test_ops_range = {
 static struct netlink_range_validation test_size_range = {
 	.min = 0, .max = 1 << 24,
 };
+#endif
 
 static const struct nla_policy pmidx_policy[PMIDX_ATTR_MAX + 1] = {
 	[PMIDX_ATTR_DEV_PATH]	  = { .type = NLA_NUL_STRING, .len = PMIDX_PATH_MAX },
@@ -36,11 +45,13 @@ static const struct nla_policy pmidx_policy[PMIDX_ATTR_MAX + 1] = {
 	/* longer than allowed on purpose: pmidx_name_check() says why */
 	[PMIDX_ATTR_INDEX_NAME]	  = { .type = NLA_NUL_STRING, .len = 255 },
 	[PMIDX_ATTR_ENGINE]	  = NLA_POLICY_RANGE(NLA_U32, 1, __PMIDX_ENGINE_MAX - 1),
+#if IS_ENABLED(CONFIG_PMIDX_TEST)
 	[PMIDX_ATTR_TEST_THREADS] = NLA_POLICY_RANGE(NLA_U32, 1, 64),
 	[PMIDX_ATTR_TEST_OPS]	  = NLA_POLICY_FULL_RANGE(NLA_U32, &test_ops_range),
 	[PMIDX_ATTR_TEST_SIZE]	  = NLA_POLICY_FULL_RANGE(NLA_U32, &test_size_range),
 	[PMIDX_ATTR_TEST_MODE]	  = NLA_POLICY_RANGE(NLA_U32, 1, __PMIDX_ALLOC_TEST_MAX - 1),
 	[PMIDX_ATTR_TEST_SEED]	  = { .type = NLA_U64 },
+#endif
 };
 
 static struct genl_family pmidx_genl_family;
@@ -59,6 +70,15 @@ static void set_err_msg(struct netlink_ext_ack *extack, const char *why)
 {
 	if (extack)
 		extack->_msg = why;
+}
+
+/* FORMAT, ATTACH and DETACH: see the file comment. */
+static bool sys_admin(struct sk_buff *skb, struct genl_info *info)
+{
+	if (netlink_capable(skb, CAP_SYS_ADMIN))
+		return true;
+	NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN");
+	return false;
 }
 
 /* ---- message builders -------------------------------------------------- */
@@ -110,8 +130,9 @@ cancel:
 	return -EMSGSIZE;
 }
 
-static int put_index(struct sk_buff *skb, struct pmidx_pool_dev *d,
-		     struct pmidx_index *idx, bool with_stats)
+/* An INDEX nest; with the statistics of @stats_of when it is not NULL. */
+static int put_index(struct sk_buff *skb, struct pmidx_pool_dev *d, u32 id,
+		     const char *name, u32 engine, struct pmidx_index *stats_of)
 {
 	struct nlattr *nest = nla_nest_start(skb, PMIDX_ATTR_INDEX);
 	struct pmidx_stats stats = {};
@@ -119,14 +140,14 @@ static int put_index(struct sk_buff *skb, struct pmidx_pool_dev *d,
 	if (!nest)
 		return -EMSGSIZE;
 	if (nla_put_u32(skb, PMIDX_ATTR_POOL_ID, d->id) ||
-	    nla_put_u32(skb, PMIDX_ATTR_INDEX_ID, idx->id) ||
-	    nla_put_string(skb, PMIDX_ATTR_INDEX_NAME, idx->name) ||
-	    nla_put_u32(skb, PMIDX_ATTR_ENGINE, idx->engine) ||
+	    nla_put_u32(skb, PMIDX_ATTR_INDEX_ID, id) ||
+	    nla_put_string(skb, PMIDX_ATTR_INDEX_NAME, name) ||
+	    nla_put_u32(skb, PMIDX_ATTR_ENGINE, engine) ||
 	    nla_put_string(skb, PMIDX_ATTR_ENGINE_NAME,
-			   pmidx_engine_name(idx->engine)))
+			   pmidx_engine_name(engine)))
 		goto cancel;
-	if (with_stats) {
-		pmidx_index_stats(idx, &stats);
+	if (stats_of) {
+		pmidx_index_stats(stats_of, &stats);
 		if (put_stats(skb, &stats))
 			goto cancel;
 	}
@@ -233,6 +254,24 @@ static struct pmidx_pool_dev *select_pool(struct nlattr **attrs,
 	return list_first_entry(&pmidx_devs, struct pmidx_pool_dev, node);
 }
 
+/* select_pool() and pin the result, for commands that work past the lock */
+static struct pmidx_pool_dev *select_pinned(struct nlattr **attrs,
+					    struct netlink_ext_ack *extack)
+{
+	struct pmidx_pool_dev *d;
+	int ret;
+
+	mutex_lock(&pmidx_devs_lock);
+	d = select_pool(attrs, extack, false, true);
+	if (!IS_ERR(d)) {
+		ret = pmidx_dev_pin(d);
+		if (ret)
+			d = ERR_PTR(ret);
+	}
+	mutex_unlock(&pmidx_devs_lock);
+	return d;
+}
+
 /* ---- commands ---------------------------------------------------------- */
 
 static int pmidx_nl_format(struct sk_buff *skb, struct genl_info *info)
@@ -240,6 +279,8 @@ static int pmidx_nl_format(struct sk_buff *skb, struct genl_info *info)
 	const char *why = "format failed";
 	int ret;
 
+	if (!sys_admin(skb, info))
+		return -EPERM;
 	if (GENL_REQ_ATTR_CHECK(info, PMIDX_ATTR_DEV_PATH))
 		return -EINVAL;
 	ret = pmidx_dev_format(nla_data(info->attrs[PMIDX_ATTR_DEV_PATH]),
@@ -260,6 +301,8 @@ static int pmidx_nl_attach(struct sk_buff *skb, struct genl_info *info)
 	struct pmidx_pool_dev *d;
 	int ret;
 
+	if (!sys_admin(skb, info))
+		return -EPERM;
 	if (GENL_REQ_ATTR_CHECK(info, PMIDX_ATTR_DEV_PATH))
 		return -EINVAL;
 	d = pmidx_dev_attach(nla_data(info->attrs[PMIDX_ATTR_DEV_PATH]), &why);
@@ -268,49 +311,53 @@ static int pmidx_nl_attach(struct sk_buff *skb, struct genl_info *info)
 		set_err_msg(info->extack, why);
 		return PTR_ERR(d);
 	}
-	mutex_lock(&pmidx_devs_lock);
+	/* attach returned it pinned: no detach until it is reported */
 	ret = reply_with(info, PMIDX_CMD_ATTACH, fill_pool, d);
 	event_send(event_new(PMIDX_CMD_EVENT_ATTACHED, d));
-	mutex_unlock(&pmidx_devs_lock);
+	pmidx_dev_unpin(d);
 	return ret;
 }
 
 static int pmidx_nl_detach(struct sk_buff *skb, struct genl_info *info)
 {
 	const char *why = "detach failed";
-	struct sk_buff *event;
+	struct sk_buff *event = NULL;
 	struct pmidx_pool_dev *d;
 	int ret;
 
+	if (!sys_admin(skb, info))
+		return -EPERM;
 	mutex_lock(&pmidx_devs_lock);
 	d = select_pool(info->attrs, info->extack, true, false);
 	if (IS_ERR(d)) {
-		ret = PTR_ERR(d);
-		goto out;
+		mutex_unlock(&pmidx_devs_lock);
+		return PTR_ERR(d);
 	}
 	event = event_new(PMIDX_CMD_EVENT_DETACHED, d);
-	ret = pmidx_dev_detach(d, &why);
+	ret = pmidx_dev_unlist(d, &why);
+	mutex_unlock(&pmidx_devs_lock);
 	if (ret) {
 		set_err_msg(info->extack, why);
 		nlmsg_free(event);
-	} else {
-		event_send(event);
+		return ret;
 	}
-out:
-	mutex_unlock(&pmidx_devs_lock);
-	return ret;
+	pmidx_dev_teardown(d);
+	event_send(event);
+	return 0;
 }
 
+/* What CREATE_INDEX reports, copied: the index may be dropped meanwhile. */
 struct index_reply {
 	struct pmidx_pool_dev	*d;
-	struct pmidx_index	*idx;
+	u32			id, engine;
+	char			name[PMIDX_NAME_MAX + 1];
 };
 
 static int fill_index(struct sk_buff *skb, void *arg)
 {
 	struct index_reply *r = arg;
 
-	return put_index(skb, r->d, r->idx, false);
+	return put_index(skb, r->d, r->id, r->name, r->engine, NULL);
 }
 
 static int pmidx_nl_create_index(struct sk_buff *skb, struct genl_info *info)
@@ -322,24 +369,28 @@ static int pmidx_nl_create_index(struct sk_buff *skb, struct genl_info *info)
 
 	if (GENL_REQ_ATTR_CHECK(info, PMIDX_ATTR_INDEX_NAME))
 		return -EINVAL;
-	mutex_lock(&pmidx_devs_lock);
-	r.d = select_pool(info->attrs, info->extack, false, true);
-	if (IS_ERR(r.d)) {
-		ret = PTR_ERR(r.d);
-		goto out;
-	}
-	ret = pmidx_index_create(r.d->pool,
+	r.d = select_pinned(info->attrs, info->extack);
+	if (IS_ERR(r.d))
+		return PTR_ERR(r.d);
+	ret = pmidx_index_create_id(r.d->pool,
 				 nla_data(info->attrs[PMIDX_ATTR_INDEX_NAME]),
 				 eng ? nla_get_u32(eng) : PMIDX_ENGINE_CCL,
-				 &r.idx, &why);
+				 &r.id, &why);
 	if (ret) {
-		NL_SET_BAD_ATTR(info->extack, info->attrs[PMIDX_ATTR_INDEX_NAME]);
+		if (ret == -EOPNOTSUPP)
+			NL_SET_BAD_ATTR(info->extack, eng);
+		else
+			NL_SET_BAD_ATTR(info->extack,
+					info->attrs[PMIDX_ATTR_INDEX_NAME]);
 		set_err_msg(info->extack, why);
 		goto out;
 	}
+	r.engine = eng ? nla_get_u32(eng) : PMIDX_ENGINE_CCL;
+	strscpy(r.name, nla_data(info->attrs[PMIDX_ATTR_INDEX_NAME]),
+		sizeof(r.name));
 	ret = reply_with(info, PMIDX_CMD_CREATE_INDEX, fill_index, &r);
 out:
-	mutex_unlock(&pmidx_devs_lock);
+	pmidx_dev_unpin(r.d);
 	return ret;
 }
 
@@ -351,30 +402,20 @@ static int pmidx_nl_drop_index(struct sk_buff *skb, struct genl_info *info)
 
 	if (GENL_REQ_ATTR_CHECK(info, PMIDX_ATTR_INDEX_NAME))
 		return -EINVAL;
-	mutex_lock(&pmidx_devs_lock);
-	d = select_pool(info->attrs, info->extack, false, true);
-	if (IS_ERR(d)) {
-		ret = PTR_ERR(d);
-		goto out;
-	}
-	spin_lock(&d->open_lock);
-	ret = d->open_count ? -EBUSY : 0;
-	spin_unlock(&d->open_lock);
-	if (ret) {
-		NL_SET_ERR_MSG(info->extack, "pool is in use (its char device is open or a kernel client holds it)");
-		goto out;
-	}
+	d = select_pinned(info->attrs, info->extack);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	ret = pmidx_index_drop(d->pool,
 			       nla_data(info->attrs[PMIDX_ATTR_INDEX_NAME]), &why);
 	if (ret) {
 		NL_SET_BAD_ATTR(info->extack, info->attrs[PMIDX_ATTR_INDEX_NAME]);
 		set_err_msg(info->extack, why);
 	}
-out:
-	mutex_unlock(&pmidx_devs_lock);
+	pmidx_dev_unpin(d);
 	return ret;
 }
 
+#if IS_ENABLED(CONFIG_PMIDX_TEST)
 static int fill_pool_stats(struct sk_buff *skb, void *arg)
 {
 	return put_pool(skb, arg, true);
@@ -399,12 +440,9 @@ static int pmidx_nl_alloc_test(struct sk_buff *skb, struct genl_info *info)
 	struct pmidx_pool_dev *d;
 	int ret;
 
-	mutex_lock(&pmidx_devs_lock);
-	d = select_pool(a, info->extack, false, true);
-	if (IS_ERR(d)) {
-		ret = PTR_ERR(d);
-		goto out;
-	}
+	d = select_pinned(a, info->extack);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	ret = pmidx_alloc_test_run(d->pool, &t, &why);
 	if (ret) {
 		set_err_msg(info->extack, why);
@@ -412,9 +450,10 @@ static int pmidx_nl_alloc_test(struct sk_buff *skb, struct genl_info *info)
 	}
 	ret = reply_with(info, PMIDX_CMD_ALLOC_TEST, fill_pool_stats, d);
 out:
-	mutex_unlock(&pmidx_devs_lock);
+	pmidx_dev_unpin(d);
 	return ret;
 }
+#endif
 
 /* ---- dumps ------------------------------------------------------------- */
 
@@ -425,6 +464,27 @@ out:
  * counts index messages sent (a named index that matched nothing is
  * -ENOENT).
  */
+/* One LIST/STATS message: @idx's, or @d's when @idx is NULL. */
+static bool put_dump_msg(struct sk_buff *skb, struct netlink_callback *cb,
+			 u8 cmd, struct pmidx_pool_dev *d,
+			 struct pmidx_index *idx, bool stats)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &pmidx_genl_family, NLM_F_MULTI, cmd);
+	if (!hdr)
+		return true;
+	if (idx ? put_index(skb, d, idx->id, idx->name, idx->engine,
+			    stats ? idx : NULL) :
+		  put_pool(skb, d, stats)) {
+		genlmsg_cancel(skb, hdr);
+		return true;
+	}
+	genlmsg_end(skb, hdr);
+	return false;
+}
+
 static int dump_pools(struct sk_buff *skb, struct netlink_callback *cb,
 		      u8 cmd, bool stats)
 {
@@ -432,7 +492,6 @@ static int dump_pools(struct sk_buff *skb, struct netlink_callback *cb,
 	struct nlattr *want_name = attrs[PMIDX_ATTR_INDEX_NAME];
 	struct pmidx_pool_dev *d, *only = NULL;
 	long pos = 0;
-	void *hdr;
 	int err = 0;
 
 	mutex_lock(&pmidx_devs_lock);
@@ -451,25 +510,25 @@ static int dump_pools(struct sk_buff *skb, struct netlink_callback *cb,
 		for (slot = cb->args[1]; slot <= PMIDX_MAX_INDEXES; slot++) {
 			struct pmidx_index *idx = NULL;
 
+			bool full;
+
 			if (slot) {
-				idx = d->pool->indexes[slot - 1];
-				if (!idx || (want_name &&
-					     strcmp(idx->name, nla_data(want_name))))
+				idx = pmidx_index_get_slot(d->pool, slot - 1);
+				if (idx && want_name &&
+				    strcmp(idx->name, nla_data(want_name))) {
+					pmidx_index_put(idx);
+					idx = NULL;
+				}
+				if (!idx)
 					continue;
 			} else if (want_name) {
 				continue;
 			}
-			hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
-					  cb->nlh->nlmsg_seq, &pmidx_genl_family,
-					  NLM_F_MULTI, cmd);
-			if (!hdr)
+			full = put_dump_msg(skb, cb, cmd, d, idx, stats);
+			if (idx)
+				pmidx_index_put(idx);
+			if (full)
 				goto full;
-			if (idx ? put_index(skb, d, idx, stats) :
-				  put_pool(skb, d, stats)) {
-				genlmsg_cancel(skb, hdr);
-				goto full;
-			}
-			genlmsg_end(skb, hdr);
 			cb->args[1] = slot + 1;
 			cb->args[2] += !!idx;
 		}
@@ -501,16 +560,13 @@ static int pmidx_nl_stats(struct sk_buff *skb, struct netlink_callback *cb)
 static const struct genl_ops pmidx_genl_ops[] = {
 	{
 		.cmd	= PMIDX_CMD_FORMAT,
-		.doit	= pmidx_nl_format,
-		.flags	= GENL_ADMIN_PERM,
+		.doit	= pmidx_nl_format,	/* CAP_SYS_ADMIN, checked inside */
 	}, {
 		.cmd	= PMIDX_CMD_ATTACH,
-		.doit	= pmidx_nl_attach,
-		.flags	= GENL_ADMIN_PERM,
+		.doit	= pmidx_nl_attach,	/* CAP_SYS_ADMIN */
 	}, {
 		.cmd	= PMIDX_CMD_DETACH,
-		.doit	= pmidx_nl_detach,
-		.flags	= GENL_ADMIN_PERM,
+		.doit	= pmidx_nl_detach,	/* CAP_SYS_ADMIN */
 	}, {
 		.cmd	= PMIDX_CMD_LIST,
 		.dumpit	= pmidx_nl_list,
@@ -525,11 +581,14 @@ static const struct genl_ops pmidx_genl_ops[] = {
 	}, {
 		.cmd	= PMIDX_CMD_STATS,
 		.dumpit	= pmidx_nl_stats,
-	}, {
+	},
+#if IS_ENABLED(CONFIG_PMIDX_TEST)
+	{
 		.cmd	= PMIDX_CMD_ALLOC_TEST,
 		.doit	= pmidx_nl_alloc_test,
 		.flags	= GENL_ADMIN_PERM,
 	},
+#endif
 };
 
 static struct genl_family pmidx_genl_family __ro_after_init = {

@@ -2,10 +2,18 @@
 /*
  * Block device + DAX plumbing for pools, and the list of attached pools.
  *
- * Locking: pmidx_devs_lock (mutex) guards the list, attach and detach.
- * A pool's open_lock is taken inside it (and alone by the char device's
- * open, which runs under misc_mtx: so misc_register/deregister may be
+ * Locking: pmidx_devs_lock (mutex) guards the list and is only ever held
+ * for moments: the slow parts of format, attach (recovery) and detach
+ * (clean close) run outside it, made exclusive by the block device's
+ * exclusive open, and a command that works on a pool past the lock pins
+ * it. A pool's open_lock is taken inside pmidx_devs_lock (and alone by the
+ * char device's open, which runs under misc_mtx: so misc_register may be
  * called with pmidx_devs_lock held, never with open_lock held).
+ *
+ * Lifetime: a struct pmidx_pool_dev is freed by pmidx_dev_teardown()
+ * after pmidx_dev_unlist() took it off the list, which it only does while
+ * nothing pins it; so it lives while listed (under pmidx_devs_lock) or
+ * pinned.
  */
 #include <linux/dax.h>
 #include <linux/fs.h>
@@ -18,9 +26,6 @@
 DEFINE_MUTEX(pmidx_devs_lock);
 LIST_HEAD(pmidx_devs);
 static DEFINE_IDA(pmidx_ida);
-
-/* The holder of devices opened only to be formatted. */
-static char pmidx_format_holder;
 
 struct dax_map {
 	struct pmidx_bdev	bdev;
@@ -99,37 +104,50 @@ static void dax_map_close(struct dax_map *m, void *holder)
 	pmidx_bdev_close(&m->bdev, holder);
 }
 
+static bool path_attached(const char *path)
+{
+	bool ret;
+
+	mutex_lock(&pmidx_devs_lock);
+	ret = pmidx_dev_find(-1, NULL, path);
+	mutex_unlock(&pmidx_devs_lock);
+	return ret;
+}
+
 /**
  * pmidx_dev_format - format the (not attached) device at @path
  *
- * Context: process context; takes pmidx_devs_lock.
+ * The exclusive open (this call's own holder) keeps attach and other
+ * formats of the device out while it runs.
+ *
+ * Context: process context; may sleep for long.
  */
 int pmidx_dev_format(const char *path, bool force, const char **why)
 {
 	struct dax_map m;
 	int ret;
 
-	mutex_lock(&pmidx_devs_lock);
-	if (pmidx_dev_find(-1, NULL, path)) {
+	if (path_attached(path)) {
 		*why = "device is attached; detach it first";
-		ret = -EBUSY;
-		goto out;
+		return -EBUSY;
 	}
-	ret = dax_map_open(&m, path, &pmidx_format_holder, why);
+	ret = dax_map_open(&m, path, &m, why);
 	if (ret)
-		goto out;
+		return ret;
 	ret = pmidx_pool_format(m.kaddr, m.size, force, why);
-	dax_map_close(&m, &pmidx_format_holder);
-out:
-	mutex_unlock(&pmidx_devs_lock);
+	dax_map_close(&m, &m);
 	return ret;
 }
 
 /**
  * pmidx_dev_attach - attach the pool on @path and create its char device
  *
- * Context: process context; takes pmidx_devs_lock.
- * Return: the attached pool or an ERR_PTR with *why set.
+ * Recovery runs before pmidx_devs_lock is taken; the exclusive open makes
+ * concurrent attaches of one device fail with -EBUSY.
+ *
+ * Context: process context; may sleep for long.
+ * Return: the attached pool, pinned (the caller unpins it once it has
+ * reported it), or an ERR_PTR with *why set.
  */
 struct pmidx_pool_dev *pmidx_dev_attach(const char *path, const char **why)
 {
@@ -137,32 +155,38 @@ struct pmidx_pool_dev *pmidx_dev_attach(const char *path, const char **why)
 	struct dax_map m;
 	int ret;
 
+	if (path_attached(path)) {
+		*why = "device is already attached";
+		return ERR_PTR(-EBUSY);
+	}
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&d->open_lock);
 	strscpy(d->path, path, sizeof(d->path));
+	d->open_count = 1;	/* the caller's pin */
 
-	mutex_lock(&pmidx_devs_lock);
-	if (pmidx_dev_find(-1, NULL, path)) {
-		*why = "device is already attached";
-		ret = -EBUSY;
-		goto err_unlock;
-	}
 	ret = dax_map_open(&m, path, d, why);
 	if (ret)
-		goto err_unlock;
+		goto err_free;
 	d->bdev = m.bdev;
 	d->dax = m.dax;
-
 	d->pool = pmidx_pool_open(m.kaddr, m.size, m.eadr, why);
 	if (IS_ERR(d->pool)) {
 		ret = PTR_ERR(d->pool);
 		goto err_map;
 	}
+
+	mutex_lock(&pmidx_devs_lock);
+	if (pmidx_dev_find(-1, NULL, path)) {
+		/* the same device under another name is caught by the open */
+		*why = "device is already attached";
+		ret = -EBUSY;
+		goto err_unlock;
+	}
 	ret = ida_alloc(&pmidx_ida, GFP_KERNEL);
 	if (ret < 0)
-		goto err_pool;
+		goto err_unlock;
 	d->id = ret;
 	snprintf(d->name, sizeof(d->name), "pmidx%d", d->id);
 	ret = pmidx_chardev_register(d);
@@ -179,21 +203,25 @@ struct pmidx_pool_dev *pmidx_dev_attach(const char *path, const char **why)
 
 err_ida:
 	ida_free(&pmidx_ida, d->id);
-err_pool:
+err_unlock:
+	mutex_unlock(&pmidx_devs_lock);
 	pmidx_pool_close(d->pool);
 err_map:
 	dax_map_close(&m, d);
-err_unlock:
-	mutex_unlock(&pmidx_devs_lock);
+err_free:
 	kfree(d);
 	return ERR_PTR(ret);
 }
 
-static void dev_teardown(struct pmidx_pool_dev *d)
+/**
+ * pmidx_dev_teardown - free a pool taken off the list by pmidx_dev_unlist()
+ *
+ * Context: process context, without pmidx_devs_lock; may sleep for long.
+ */
+void pmidx_dev_teardown(struct pmidx_pool_dev *d)
 {
 	struct dax_map m = { .bdev = d->bdev, .dax = d->dax };
 
-	list_del(&d->node);
 	pmidx_chardev_unregister(d);
 	pmidx_pool_close(d->pool);
 	dax_map_close(&m, d);
@@ -205,8 +233,8 @@ static void dev_teardown(struct pmidx_pool_dev *d)
 /**
  * pmidx_dev_pin - take a reference that keeps @d attached
  *
- * Char-device opens and in-kernel handles hold one each; detach and
- * drop-index fail with -EBUSY while any is held.
+ * Char-device opens, in-kernel handles and admin commands working on the
+ * pool hold one each; detach fails with -EBUSY while any is held.
  *
  * Return: 0, or -ENODEV once detach has begun.
  */
@@ -232,35 +260,46 @@ void pmidx_dev_unpin(struct pmidx_pool_dev *d)
 }
 
 /**
- * pmidx_dev_detach - detach @d, which must not be open
+ * pmidx_dev_unlist - begin detaching @d: no pin may be held
+ *
+ * On success @d is off the list, later pins fail, and the caller owes
+ * pmidx_dev_teardown() (outside the lock).
  *
  * Context: caller holds pmidx_devs_lock.
- * Return: 0, or -EBUSY while the char device is open.
+ * Return: 0, or -EBUSY while @d is pinned.
  */
-int pmidx_dev_detach(struct pmidx_pool_dev *d, const char **why)
+int pmidx_dev_unlist(struct pmidx_pool_dev *d, const char **why)
 {
 	lockdep_assert_held(&pmidx_devs_lock);
 	spin_lock(&d->open_lock);
 	if (d->open_count) {
 		spin_unlock(&d->open_lock);
-		*why = "pool is in use (its char device is open or a kernel client holds it)";
+		*why = "pool is in use (its char device is open, a kernel client holds it or an admin command runs on it)";
 		return -EBUSY;
 	}
 	d->dying = true;
 	spin_unlock(&d->open_lock);
-	dev_teardown(d);
+	list_del(&d->node);
 	return 0;
 }
 
 /* Module unload: nothing can be open then (the char devices pin us). */
 void pmidx_dev_detach_all(void)
 {
-	struct pmidx_pool_dev *d, *tmp;
+	struct pmidx_pool_dev *d;
+	const char *why;
 
-	mutex_lock(&pmidx_devs_lock);
-	list_for_each_entry_safe(d, tmp, &pmidx_devs, node)
-		dev_teardown(d);
-	mutex_unlock(&pmidx_devs_lock);
+	for (;;) {
+		mutex_lock(&pmidx_devs_lock);
+		d = list_first_entry_or_null(&pmidx_devs,
+					     struct pmidx_pool_dev, node);
+		if (d && WARN_ON(pmidx_dev_unlist(d, &why)))
+			d = NULL;
+		mutex_unlock(&pmidx_devs_lock);
+		if (!d)
+			break;
+		pmidx_dev_teardown(d);
+	}
 }
 
 /**

@@ -26,7 +26,8 @@
  * @pool:       the pool
  * @misc:       the char device
  * @open_lock:  protects @open_count and @dying
- * @open_count: pins: open files of the char device and in-kernel handles
+ * @open_count: pins: open files of the char device, in-kernel handles
+ *              and admin commands working on the pool
  * @dying:      detach has begun: opens fail
  */
 struct pmidx_pool_dev {
@@ -50,7 +51,8 @@ int pmidx_dev_format(const char *path, bool force, const char **why);
 struct pmidx_pool_dev *pmidx_dev_attach(const char *path, const char **why);
 int pmidx_dev_pin(struct pmidx_pool_dev *d);
 void pmidx_dev_unpin(struct pmidx_pool_dev *d);
-int pmidx_dev_detach(struct pmidx_pool_dev *d, const char **why);
+int pmidx_dev_unlist(struct pmidx_pool_dev *d, const char **why);
+void pmidx_dev_teardown(struct pmidx_pool_dev *d);
 void pmidx_dev_detach_all(void);
 struct pmidx_pool_dev *pmidx_dev_find(int id, const char *name,
 				      const char *path);

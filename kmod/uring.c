@@ -4,8 +4,11 @@
  *
  * The SQE (IORING_SETUP_SQE128) carries cmd_op = PMIDX_IOC_CMD and a
  * struct pmidx_cmd in its 80-byte command area, copied once before use.
- * The command runs inline in the submitter's context — pmidx operations
- * never wait for I/O — and completes at once:
+ * On io_uring's non-blocking first issue (IO_URING_F_NONBLOCK) only what
+ * cannot sleep runs inline (GET, LOOKUP: see core/dispatch.c); the rest
+ * answers -EAGAIN, so io_uring issues it again from a worker instead of
+ * stalling the submitter's whole batch. Either way the command completes
+ * before the handler returns:
  *
  *   cqe->res      the ioctl's return value, or on success:
  *                 GET: the value length; SCAN: records returned;
@@ -68,6 +71,7 @@ static int first_output(const struct pmidx_cmd *c, int ret)
 int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct pmidx_pool_dev *d = ioucmd->file->private_data;
+	unsigned int flags = pmidx_file_dispatch_flags(ioucmd->file);
 	struct pmidx_cmd cmd;
 	int ret;
 
@@ -77,7 +81,11 @@ int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;
 	memcpy(&cmd, pmidx_uring_cmd_payload(ioucmd), sizeof(cmd));
-	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access);
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		flags |= PMIDX_DISPATCH_NOWAIT;
+	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access, flags);
+	if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT))
+		return -EAGAIN;		/* again, from an io_uring worker */
 	io_uring_cmd_done(ioucmd, first_output(&cmd, ret),
 			  second_output(&cmd, ret), issue_flags);
 	return -EIOCBQUEUED;

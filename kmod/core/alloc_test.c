@@ -16,6 +16,7 @@
 #include <linux/prandom.h>
 #include <linux/printk.h>
 #include <linux/slab.h>
+#include <linux/sched/signal.h>
 #include "alloc_test.h"
 #include "parallel.h"
 
@@ -26,7 +27,19 @@ struct test_ctx {
 	const struct pmidx_alloc_test	*t;
 	atomic_t			overlaps;
 	atomic_t			failures;
+	bool				stop;	/* the caller got a fatal signal */
 };
+
+/*
+ * Worker 0 runs on the caller (parallel.c): it notices a fatal signal and
+ * stops every worker, so a killed admin command returns promptly.
+ */
+static bool test_stopping(struct test_ctx *ctx, unsigned int w)
+{
+	if (w == 0 && fatal_signal_pending(current))
+		WRITE_ONCE(ctx->stop, true);
+	return READ_ONCE(ctx->stop);
+}
 
 static u64 stamp(u64 off, unsigned int worker)
 {
@@ -84,7 +97,7 @@ static int storm_worker(void *arg, unsigned int w)
 	u32 op;
 
 	prandom_seed_state(&rs, ctx->t->seed + w);
-	for (op = 0; op < ctx->t->ops; op++) {
+	for (op = 0; op < ctx->t->ops && !test_stopping(ctx, w); op++) {
 		bool do_free = n == WINDOW ||
 			       (n && prandom_u32_state(&rs) % 3 == 0);
 
@@ -123,7 +136,7 @@ static int leak_worker(void *arg, unsigned int w)
 	u32 op;
 
 	prandom_seed_state(&rs, ctx->t->seed + w);
-	for (op = 0; op < ctx->t->ops; op++) {
+	for (op = 0; op < ctx->t->ops && !test_stopping(ctx, w); op++) {
 		size_t size = pick_size(&rs, ctx->t->size);
 		u64 off = pmidx_alloc(&ctx->pool->alloc, size);
 
@@ -144,7 +157,8 @@ static int leak_worker(void *arg, unsigned int w)
  * pmidx_alloc_test_run - run an allocator exercise on @pool
  *
  * Return: 0; -EUCLEAN on overlapping objects or accounting drift;
- * -ENOSPC when every allocation failed.
+ * -ENOSPC when every allocation failed; -EINTR when a fatal signal
+ * stopped it.
  */
 int pmidx_alloc_test_run(struct pmidx_pool *pool,
 			 const struct pmidx_alloc_test *t, const char **why)
@@ -160,11 +174,14 @@ int pmidx_alloc_test_run(struct pmidx_pool *pool,
 		mutex_lock(&pool->lock);
 		pool->needs_trace = true;
 		mutex_unlock(&pool->lock);
-		return pmidx_run_parallel(t->threads, leak_worker, &ctx);
+		ret = pmidx_run_parallel(t->threads, leak_worker, &ctx);
+		return ret ?: ctx.stop ? -EINTR : 0;
 	}
 	ret = pmidx_run_parallel(t->threads, storm_worker, &ctx);
 	if (ret)
 		return ret;
+	if (ctx.stop)
+		return -EINTR;
 	pmidx_alloc_get_stats(&pool->alloc, &after);
 	if (atomic_read(&ctx.overlaps)) {
 		*why = "allocator handed out overlapping objects";

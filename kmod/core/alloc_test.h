@@ -2,6 +2,7 @@
 #ifndef _PMIDX_ALLOC_TEST_H
 #define _PMIDX_ALLOC_TEST_H
 
+#include <linux/pmidx_test.h>
 #include "pool.h"
 
 struct pmidx_alloc_test {

@@ -7,15 +7,34 @@
  *
  * Validation never changes anything: every check runs before the engine
  * is called.
+ *
+ * PMIDX_DISPATCH_NOWAIT (io_uring's first, non-blocking issue): only what
+ * cannot sleep runs: LOOKUP when pool->lock is free, GET with an atomic
+ * buffer. Writes may allocate or help the GC, SCAN and CHECK walk far and
+ * BATCH runs many ops: they answer -EAGAIN and io_uring issues them again
+ * from a worker, where they may sleep.
  */
 #include <linux/errno.h>
-#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "dispatch.h"
 #include "engine.h"
 
 #define SCAN_BUF_MAX	(1U << 20)	/* bounce buffer cap per SCAN */
+
+static bool is_write(u8 op)
+{
+	return op == PMIDX_OP_PUT || op == PMIDX_OP_DEL;
+}
+
+/* Buffers of one operation; GFP_NOWAIT on the non-blocking path. */
+static void *op_buf(u32 len, unsigned int flags)
+{
+	if (flags & PMIDX_DISPATCH_NOWAIT)
+		return kmalloc(max(len, 1U), GFP_NOWAIT | __GFP_NOWARN);
+	return kvmalloc(max(len, 1U), GFP_KERNEL);
+}
 
 static const u16 op_flags[__PMIDX_OP_MAX] = {
 	[PMIDX_OP_PUT]	= PMIDX_PUT_INSERT,
@@ -150,15 +169,15 @@ out:
 }
 
 static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
-		  const struct pmidx_uaccess *ua)
+		  const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	u32 cap = min_t(u32, c->val_len, PMIDX_VALUE_MAX), len = cap;
 	u8 *val;
 	int ret;
 
-	val = kvmalloc(max(cap, 1U), GFP_KERNEL);
+	val = op_buf(cap, flags);
 	if (!val)
-		return -ENOMEM;
+		return flags & PMIDX_DISPATCH_NOWAIT ? -EAGAIN : -ENOMEM;
 	ret = idx->ops->get(idx, key, c->key_len, val, &len);
 	if (ret)
 		goto out;
@@ -193,49 +212,30 @@ static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 }
 
 static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
-		     const u8 *key)
+		     const u8 *key, unsigned int flags)
 {
 	char name[PMIDX_NAME_MAX + 1];
-	struct pmidx_index *idx;
+	u32 engine;
+	int ret;
 
 	memcpy(name, key, c->key_len);
 	name[c->key_len] = 0;
 	if (strlen(name) != c->key_len)
 		return -EINVAL;
-	idx = pmidx_index_lookup(pool, name);
-	if (!idx)
-		return -ENOENT;
-	c->index = idx->id;
-	c->result = idx->engine;
-	return 0;
+	ret = pmidx_index_find_id(pool, name, !(flags & PMIDX_DISPATCH_NOWAIT),
+				  &c->index, &engine);
+	if (!ret)
+		c->result = engine;
+	return ret;
 }
 
-/* Run a command whose shape has been checked. */
-static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
-		   const struct pmidx_uaccess *ua)
+static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
+			const u8 *key, const struct pmidx_uaccess *ua,
+			unsigned int flags)
 {
-	struct pmidx_index *idx = NULL;
-	u8 key[PMIDX_KEY_MAX];
-	int ret;
-
-	if (cmd->op != PMIDX_OP_LOOKUP) {
-		idx = pmidx_index_get(pool, cmd->index);
-		if (!idx)
-			return -ENXIO;
-		if (!idx->opened)
-			return -EOPNOTSUPP;	/* engine not built in yet */
-	}
-	if (cmd->key_len) {
-		ret = ua->from(key, cmd->key, cmd->key_len);
-		if (ret)
-			return ret;
-	}
-
 	switch (cmd->op) {
-	case PMIDX_OP_LOOKUP:
-		return do_lookup(pool, cmd, key);
 	case PMIDX_OP_GET:
-		return do_get(idx, cmd, key, ua);
+		return do_get(idx, cmd, key, ua, flags);
 	case PMIDX_OP_PUT:
 		return do_put(idx, cmd, key, ua);
 	case PMIDX_OP_DEL:
@@ -245,6 +245,7 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	case PMIDX_OP_CHECK: {
 		const char *why = NULL;
 		u64 keys = 0;
+		int ret;
 
 		ret = idx->ops->check(idx, &keys, &why);
 		if (ret && why)
@@ -256,21 +257,67 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Run a command whose shape has been checked, holding the index pinned
+ * (struct pmidx_index, "Lifetime") for the engine call.
+ */
+static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+		   const struct pmidx_uaccess *ua, unsigned int flags)
+{
+	struct pmidx_index *idx;
+	u8 key[PMIDX_KEY_MAX];
+	int ret;
+
+	if (is_write(cmd->op) && (flags & PMIDX_DISPATCH_RDONLY))
+		return -EBADF;
+	if ((flags & PMIDX_DISPATCH_NOWAIT) && cmd->op != PMIDX_OP_GET &&
+	    cmd->op != PMIDX_OP_LOOKUP)
+		return -EAGAIN;
+	if (cmd->key_len) {
+		ret = ua->from(key, cmd->key, cmd->key_len);
+		if (ret)
+			return ret;
+	}
+	if (cmd->op == PMIDX_OP_LOOKUP)
+		return do_lookup(pool, cmd, key, flags);
+
+	idx = pmidx_index_get(pool, cmd->index);
+	if (!idx)
+		return -ENXIO;
+	ret = -EOPNOTSUPP;	/* an index of an engine this module lacks */
+	if (idx->opened)
+		ret = run_index_op(idx, cmd, key, ua, flags);
+	pmidx_index_put(idx);
+	return ret;
+}
+
 static bool batchable(u8 op)
 {
 	return op == PMIDX_OP_GET || op == PMIDX_OP_PUT || op == PMIDX_OP_DEL ||
 	       op == PMIDX_OP_SCAN;
 }
 
+/* Output bytes an entry may produce (see PMIDX_BATCH_OUT_MAX). */
+static u64 out_bytes(const struct pmidx_cmd *c)
+{
+	if (c->op == PMIDX_OP_GET)
+		return min_t(u32, c->val_len, PMIDX_VALUE_MAX);
+	if (c->op == PMIDX_OP_SCAN)
+		return min(c->val_len, SCAN_BUF_MAX);
+	return 0;
+}
+
 /*
  * BATCH: check every entry before running any, so a malformed batch
  * changes nothing; then run them in order and write every entry's outputs
  * back. A failing entry does not stop the others: its errno is its result.
+ * A fatal signal does: the entries not run yet report -EINTR.
  */
 static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
-		    const struct pmidx_uaccess *ua)
+		    const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	struct pmidx_cmd *ents;
+	u64 out = 0;
 	u32 i, failed = 0;
 	int ret;
 
@@ -284,13 +331,21 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		ret = check_shape(&ents[i]);
 		if (!ret && !batchable(ents[i].op))
 			ret = -EINVAL;
+		if (!ret && is_write(ents[i].op) &&
+		    (flags & PMIDX_DISPATCH_RDONLY))
+			ret = -EBADF;
+		out += out_bytes(&ents[i]);
+		if (!ret && out > PMIDX_BATCH_OUT_MAX)
+			ret = -E2BIG;
 		if (ret) {
 			c->result = i;
 			goto out;
 		}
 	}
 	for (i = 0; i < c->count; i++) {
-		ret = run_cmd(pool, &ents[i], ua);
+		ret = -EINTR;
+		if (!fatal_signal_pending(current))
+			ret = run_cmd(pool, &ents[i], ua, flags);
 		ents[i].result = (u64)(s64)ret;
 		failed += ret != 0;
 		cond_resched();
@@ -309,18 +364,24 @@ out:
  *       count, flags, result, index) and must be copied back even when
  *       an error is returned (-ENOSPC reports the needed length).
  *
- * Context: process context; may sleep.
- * Return: 0 or a negative errno (see uapi/linux/pmidx.h).
+ * @flags: PMIDX_DISPATCH_*
+ *
+ * Context: process context; may sleep unless PMIDX_DISPATCH_NOWAIT.
+ * Return: 0 or a negative errno (see uapi/linux/pmidx.h); -EAGAIN under
+ * PMIDX_DISPATCH_NOWAIT when the command must be issued again, blocking.
  */
 int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
-		   const struct pmidx_uaccess *ua)
+		   const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	int ret;
 
 	ret = check_shape(cmd);
 	if (ret)
 		return ret;
-	if (cmd->op == PMIDX_OP_BATCH)
-		return do_batch(pool, cmd, ua);
-	return run_cmd(pool, cmd, ua);
+	if (cmd->op == PMIDX_OP_BATCH) {
+		if (flags & PMIDX_DISPATCH_NOWAIT)
+			return -EAGAIN;
+		return do_batch(pool, cmd, ua, flags);
+	}
+	return run_cmd(pool, cmd, ua, flags);
 }

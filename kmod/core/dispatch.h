@@ -15,7 +15,11 @@ struct pmidx_uaccess {
 	int (*to)(u64 dst, const void *src, u32 len);
 };
 
+/* pmidx_dispatch() @flags */
+#define PMIDX_DISPATCH_RDONLY	(1U << 0)	/* caller may not write: -EBADF */
+#define PMIDX_DISPATCH_NOWAIT	(1U << 1)	/* may not sleep: -EAGAIN */
+
 int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
-		   const struct pmidx_uaccess *ua);
+		   const struct pmidx_uaccess *ua, unsigned int flags);
 
 #endif /* _PMIDX_DISPATCH_H */

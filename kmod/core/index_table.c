@@ -8,7 +8,9 @@
  * leaves either no index or a whole one; a root that lost its entry is
  * unreachable and recovery frees it.
  *
- * Locking: pool->lock serialises create/drop and guards pool->indexes[].
+ * Locking: pool->lock serialises create/drop and guards pool->indexes[]
+ * (writes) and every index's @handles. The data path reads the array
+ * under RCU and pins what it finds (struct pmidx_index, "Lifetime").
  */
 #include <linux/crc32.h>
 #include <linux/ctype.h>
@@ -64,20 +66,38 @@ int pmidx_name_check(const char *name, const char **why)
 	return 0;
 }
 
-static struct pmidx_index *index_new(struct pmidx_pool *pool, u32 id,
+static void index_users_gone(struct percpu_ref *ref)
+{
+	struct pmidx_index *idx = container_of(ref, struct pmidx_index, users);
+
+	complete(&idx->drained);
+}
+
+static struct pmidx_index *index_new(struct pmidx_pool *pool, u32 slot,
 				     const struct pmidx_index_entry *e)
 {
 	struct pmidx_index *idx = kzalloc(sizeof(*idx), GFP_KERNEL);
 
 	if (!idx)
 		return NULL;
+	if (percpu_ref_init(&idx->users, index_users_gone, 0, GFP_KERNEL)) {
+		kfree(idx);
+		return NULL;
+	}
+	init_completion(&idx->drained);
 	idx->pool = pool;
-	idx->id = id;
+	idx->id = slot + PMIDX_MAX_INDEXES * pool->slot_gen[slot];
 	idx->engine = le32_to_cpu(e->engine);
 	idx->root = le64_to_cpu(e->root);
 	idx->ops = pmidx_engine_ops(idx->engine);
 	memcpy(idx->name, e->name, le32_to_cpu(e->name_len));
 	return idx;
+}
+
+static void index_free(struct pmidx_index *idx)
+{
+	percpu_ref_exit(&idx->users);
+	kfree(idx);
 }
 
 /* Validate a live entry read from media. */
@@ -109,6 +129,7 @@ static int entry_check(struct pmidx_pool *pool, const struct pmidx_index_entry *
 int pmidx_index_table_load(struct pmidx_pool *pool, const char **why)
 {
 	struct pmidx_index_entry e;
+	struct pmidx_index *idx;
 	unsigned int i, j;
 	int ret;
 
@@ -127,18 +148,19 @@ int pmidx_index_table_load(struct pmidx_pool *pool, const char **why)
 			goto err;
 		}
 		for (j = 0; j < i; j++) {
-			if (pool->indexes[j] &&
-			    !strcmp(pool->indexes[j]->name, e.name)) {
+			if (pmidx_index_slot(pool, j) &&
+			    !strcmp(pmidx_index_slot(pool, j)->name, e.name)) {
 				*why = "index table holds a name twice";
 				ret = -EUCLEAN;
 				goto err;
 			}
 		}
-		pool->indexes[i] = index_new(pool, i, &e);
-		if (!pool->indexes[i]) {
+		idx = index_new(pool, i, &e);
+		if (!idx) {
 			ret = -ENOMEM;
 			goto err;
 		}
+		RCU_INIT_POINTER(pool->indexes[i], idx);
 	}
 	return 0;
 err:
@@ -146,47 +168,90 @@ err:
 	return ret;
 }
 
-/* Close engines (@clean: a clean detach) and forget every index. */
+/*
+ * Close engines (@clean: a clean detach) and forget every index.
+ * Context: nothing can reach the pool's indexes any more (detach, or a
+ * failed attach).
+ */
 void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean)
 {
 	struct pmidx_index *idx;
 	unsigned int i;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
-		idx = pool->indexes[i];
+		idx = pmidx_index_slot(pool, i);
 		if (!idx)
 			continue;
+		RCU_INIT_POINTER(pool->indexes[i], NULL);
 		if (idx->opened)
 			idx->ops->close(idx, clean);
-		kfree(idx);
-		pool->indexes[i] = NULL;
+		index_free(idx);
 	}
 }
 
 /**
- * pmidx_index_get - the index in table slot @id, for the data path
+ * pmidx_index_get - pin the index named by @id for one data operation
  *
- * Context: the caller keeps the pool's char device open, which holds off
- * drop-index; the pointer is published after the index is fully set up.
+ * Context: any; the pin must be given back with pmidx_index_put() before
+ * the operation returns to its caller.
+ * Return: the index, or NULL when @id names no live index (never
+ * created, dropped, or being dropped).
  */
 struct pmidx_index *pmidx_index_get(struct pmidx_pool *pool, u32 id)
 {
-	if (id >= PMIDX_MAX_INDEXES)
-		return NULL;
-	return smp_load_acquire(&pool->indexes[id]);
+	struct pmidx_index *idx;
+
+	rcu_read_lock();
+	idx = rcu_dereference(pool->indexes[id % PMIDX_MAX_INDEXES]);
+	if (idx && (idx->id != id || !percpu_ref_tryget_live(&idx->users)))
+		idx = NULL;
+	rcu_read_unlock();
+	return idx;
+}
+
+void pmidx_index_put(struct pmidx_index *idx)
+{
+	percpu_ref_put(&idx->users);
+}
+
+/**
+ * pmidx_index_get_slot - pin whatever index sits in table slot @slot
+ *
+ * For walks over a pool's indexes (LIST, STATS); see pmidx_index_get().
+ */
+struct pmidx_index *pmidx_index_get_slot(struct pmidx_pool *pool, u32 slot)
+{
+	struct pmidx_index *idx;
+
+	rcu_read_lock();
+	idx = rcu_dereference(pool->indexes[slot]);
+	if (idx && !percpu_ref_tryget_live(&idx->users))
+		idx = NULL;
+	rcu_read_unlock();
+	return idx;
 }
 
 static struct pmidx_index *lookup_locked(struct pmidx_pool *pool,
 					 const char *name)
 {
+	struct pmidx_index *idx;
 	unsigned int i;
 
-	for (i = 0; i < PMIDX_MAX_INDEXES; i++)
-		if (pool->indexes[i] && !strcmp(pool->indexes[i]->name, name))
-			return pool->indexes[i];
+	lockdep_assert_held(&pool->lock);
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		idx = pmidx_index_slot(pool, i);
+		if (idx && !strcmp(idx->name, name))
+			return idx;
+	}
 	return NULL;
 }
 
+/**
+ * pmidx_index_lookup - the index called @name, unpinned
+ *
+ * Context: the caller keeps the index from being dropped meanwhile (it
+ * owns the pool: tests, the userspace build's single owner).
+ */
 struct pmidx_index *pmidx_index_lookup(struct pmidx_pool *pool,
 				       const char *name)
 {
@@ -199,15 +264,77 @@ struct pmidx_index *pmidx_index_lookup(struct pmidx_pool *pool,
 }
 
 /**
- * pmidx_index_create - create index @name using @engine
- * @out: set to the new index on success
+ * pmidx_index_find_id - the data-path LOOKUP: @name's id and engine
+ * @may_sleep: false: answer -EAGAIN rather than wait for pool->lock
  *
- * Context: process context, takes pool->lock.
- * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL.
+ * Return: 0, -ENOENT, or -EAGAIN.
  */
-int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
-		       struct pmidx_index **out, const char **why)
+int pmidx_index_find_id(struct pmidx_pool *pool, const char *name,
+			bool may_sleep, u32 *id, u32 *engine)
 {
+	struct pmidx_index *idx;
+	int ret = -ENOENT;
+
+	if (!may_sleep) {
+		if (!mutex_trylock(&pool->lock))
+			return -EAGAIN;
+	} else {
+		mutex_lock(&pool->lock);
+	}
+	idx = lookup_locked(pool, name);
+	if (idx) {
+		*id = idx->id;
+		*engine = idx->engine;
+		ret = 0;
+	}
+	mutex_unlock(&pool->lock);
+	return ret;
+}
+
+/**
+ * pmidx_index_hold - hold index @name for an in-kernel client
+ *
+ * The index cannot be dropped until pmidx_index_release(); its data
+ * operations need no per-operation pin.
+ *
+ * Return: the index, ERR_PTR(-ENOENT), or ERR_PTR(-EOPNOTSUPP) when its
+ * engine is not built into the module.
+ */
+struct pmidx_index *pmidx_index_hold(struct pmidx_pool *pool, const char *name)
+{
+	struct pmidx_index *idx;
+
+	mutex_lock(&pool->lock);
+	idx = lookup_locked(pool, name);
+	if (!idx)
+		idx = ERR_PTR(-ENOENT);
+	else if (!idx->opened)
+		idx = ERR_PTR(-EOPNOTSUPP);
+	else
+		idx->handles++;
+	mutex_unlock(&pool->lock);
+	return idx;
+}
+
+void pmidx_index_release(struct pmidx_index *idx)
+{
+	struct pmidx_pool *pool = idx->pool;
+
+	mutex_lock(&pool->lock);
+	WARN_ON_ONCE(!idx->handles);
+	idx->handles--;
+	mutex_unlock(&pool->lock);
+}
+
+/*
+ * Create index @name using @engine; report it in *@out (unpinned: valid
+ * while the caller keeps drop-index away) and its id in *@id, both taken
+ * under pool->lock.
+ */
+static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
+			struct pmidx_index **out, u32 *id, const char **why)
+{
+	struct pmidx_recover rc = { .clean = true, .threads = 1 };
 	struct pmidx_index_entry *slot = NULL, e = {};
 	struct pmidx_index *idx;
 	unsigned int i;
@@ -221,6 +348,10 @@ int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		*why = "unknown engine";
 		return -EINVAL;
 	}
+	if (!pmidx_engine_ops(engine)) {
+		*why = "engine not built into this module";
+		return -EOPNOTSUPP;
+	}
 
 	mutex_lock(&pool->lock);
 	ret = -EEXIST;
@@ -228,7 +359,7 @@ int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 	if (lookup_locked(pool, name))
 		goto out;
 	for (i = 0; i < PMIDX_MAX_INDEXES && !slot; i++)
-		if (!pool->indexes[i])
+		if (!pmidx_index_slot(pool, i))
 			slot = &pool->itable[i];
 	ret = -ENOSPC;
 	*why = "index table full";
@@ -259,21 +390,18 @@ int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 	memcpy(slot, &e, offsetof(struct pmidx_index_entry, commit));
 	pmidx_persist(&pool->pm, slot, sizeof(*slot));
 	pmidx_store64_persist(&pool->pm, &slot->commit, PMIDX_INDEX_LIVE | i);
-	if (idx->ops) {
-		struct pmidx_recover rc = { .clean = true, .threads = 1 };
-
-		ret = idx->ops->open(idx, &rc);
-		if (ret) {
-			*why = "engine failed to initialise the index";
-			pmidx_store64_persist(&pool->pm, &slot->commit, 0);
-			pmidx_free(&pool->alloc, root);
-			kfree(idx);
-			goto out;
-		}
-		idx->opened = true;
+	ret = idx->ops->open(idx, &rc);
+	if (ret) {
+		*why = "engine failed to initialise the index";
+		pmidx_store64_persist(&pool->pm, &slot->commit, 0);
+		pmidx_free(&pool->alloc, root);
+		index_free(idx);
+		goto out;
 	}
-	smp_store_release(&pool->indexes[i], idx);
+	idx->opened = true;
+	rcu_assign_pointer(pool->indexes[i], idx);
 	*out = idx;
+	*id = idx->id;
 	ret = 0;
 out:
 	mutex_unlock(&pool->lock);
@@ -281,33 +409,80 @@ out:
 }
 
 /**
+ * pmidx_index_create - create index @name using @engine
+ * @out: set to the new index on success; unpinned, so only for callers
+ *       that keep drop-index away (the userspace build's owner, tests)
+ *
+ * Context: process context, takes pool->lock.
+ * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL, or
+ * -EOPNOTSUPP for an engine this module does not build (nothing is
+ * persisted then).
+ */
+int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
+		       struct pmidx_index **out, const char **why)
+{
+	u32 id;
+
+	return index_create(pool, name, engine, out, &id, why);
+}
+
+/**
+ * pmidx_index_create_id - pmidx_index_create() reporting the new id only,
+ * for callers that race with drop-index (the admin plane)
+ */
+int pmidx_index_create_id(struct pmidx_pool *pool, const char *name,
+			  u32 engine, u32 *id, const char **why)
+{
+	struct pmidx_index *idx;
+
+	return index_create(pool, name, engine, &idx, id, why);
+}
+
+/**
  * pmidx_index_drop - remove index @name and free its storage
  *
- * Context: process context, takes pool->lock. The caller guarantees no
- * user of the index remains.
+ * Unpublishes the index, waits for the data operations already inside it
+ * (each is bounded), then destroys it. Later operations naming its id get
+ * -ENXIO, also once another index took its slot.
+ *
+ * Context: process context, takes pool->lock; may sleep.
+ * Return: 0, -ENOENT, or -EBUSY while an in-kernel client holds it.
  */
 int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 		     const char **why)
 {
 	struct pmidx_index *idx;
-	int ret = 0;
+	u32 slot;
 
 	mutex_lock(&pool->lock);
 	idx = lookup_locked(pool, name);
 	if (!idx) {
+		mutex_unlock(&pool->lock);
 		*why = "no index with this name";
-		ret = -ENOENT;
-		goto out;
+		return -ENOENT;
 	}
+	if (idx->handles) {
+		mutex_unlock(&pool->lock);
+		*why = "index is held by an in-kernel client";
+		return -EBUSY;
+	}
+	slot = idx->id % PMIDX_MAX_INDEXES;
 	/* Gone durably first: a crash from here on only leaves garbage. */
-	pmidx_store64_persist(&pool->pm, &pool->itable[idx->id].commit, 0);
-	WRITE_ONCE(pool->indexes[idx->id], NULL);
+	pmidx_store64_persist(&pool->pm, &pool->itable[slot].commit, 0);
+	RCU_INIT_POINTER(pool->indexes[slot], NULL);
+	pool->slot_gen[slot]++;
+	mutex_unlock(&pool->lock);
+
+	/*
+	 * The kill's grace period outlasts every reader that could still
+	 * see the index; @drained then waits out the pins they took.
+	 */
+	percpu_ref_kill(&idx->users);
+	wait_for_completion(&idx->drained);
 	if (idx->opened)
 		idx->ops->destroy(idx);
 	pmidx_epoch_barrier(&pool->epoch);
 	pmidx_free(&pool->alloc, idx->root);
-	kfree(idx);
-out:
-	mutex_unlock(&pool->lock);
-	return ret;
+	index_free(idx);
+	return 0;
 }

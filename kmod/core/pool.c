@@ -100,7 +100,7 @@ static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
 	int ret;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
-		struct pmidx_index *idx = pool->indexes[i];
+		struct pmidx_index *idx = pmidx_index_slot(pool, i);
 
 		if (!idx)
 			continue;
@@ -137,7 +137,7 @@ static int check_roots(struct pmidx_pool *pool, const char **why)
 	unsigned int i, j;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
-		struct pmidx_index *idx = pool->indexes[i];
+		struct pmidx_index *idx = pmidx_index_slot(pool, i);
 
 		if (!idx)
 			continue;
@@ -145,13 +145,14 @@ static int check_roots(struct pmidx_pool *pool, const char **why)
 		    !pmidx_alloc_valid(&pool->alloc, idx->root, PMIDX_INDEX_ROOT_SIZE))
 			goto bad;
 		for (j = 0; j < i; j++)
-			if (pool->indexes[j] && pool->indexes[j]->root == idx->root)
+			if (pmidx_index_slot(pool, j) &&
+			    pmidx_index_slot(pool, j)->root == idx->root)
 				goto bad;
 	}
 	return 0;
 bad:
 	pr_warn("pmidx: index %u root %#llx is not an allocated object\n", i,
-		pool->indexes[i]->root);
+		pmidx_index_slot(pool, i)->root);
 	*why = "index root does not point to an allocated object";
 	return -EUCLEAN;
 }

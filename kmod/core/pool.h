@@ -8,7 +8,10 @@
 #ifndef _PMIDX_POOL_H
 #define _PMIDX_POOL_H
 
+#include <linux/completion.h>
 #include <linux/mutex.h>
+#include <linux/percpu-refcount.h>
+#include <linux/rcupdate.h>
 #include <linux/types.h>
 #include <linux/pmidx.h>
 #include "alloc.h"
@@ -21,16 +24,31 @@ struct pmidx_engine_ops;
 
 /**
  * struct pmidx_index - an open index (DRAM)
- * @pool:   owning pool
- * @id:     slot in the index table
- * @engine: enum pmidx_engine_id
- * @root:   pool offset of the engine's root object (256 bytes, zeroed at
- *          creation; an all-zero root means an empty index to every engine)
- * @ops:    the engine, NULL while the engine is not built into the module
- *          (the index then exists but serves no data operation)
- * @priv:   the engine's DRAM state
- * @opened: the engine's open() succeeded (close() is owed)
- * @name:   NUL-terminated name
+ * @pool:    owning pool
+ * @id:      what callers name the index by: its table slot plus
+ *           PMIDX_MAX_INDEXES times the slot's generation, so an id kept
+ *           after drop-index never reaches an index created later in the
+ *           same slot
+ * @engine:  enum pmidx_engine_id
+ * @root:    pool offset of the engine's root object (256 bytes, zeroed at
+ *           creation; an all-zero root means an empty index to every engine)
+ * @ops:     the engine, NULL while the engine is not built into the module
+ *           (the index then exists but serves no data operation)
+ * @priv:    the engine's DRAM state
+ * @opened:  the engine's open() succeeded (close() is owed)
+ * @users:   one reference per data operation in flight (ioctl, io_uring,
+ *           BATCH entry); killed by drop-index, which then waits for
+ *           @drained before the engine is destroyed
+ * @drained: completed when @users reaches zero after the kill
+ * @handles: in-kernel API handles (pmidx_index_open()); drop-index fails
+ *           with -EBUSY while any is held. Under pool->lock.
+ * @name:    NUL-terminated name
+ *
+ * Lifetime: published in pool->indexes[] under pool->lock with
+ * rcu_assign_pointer(); the data path finds it under rcu_read_lock() and
+ * pins it with percpu_ref_tryget_live(&@users) (pmidx_index_get()), so a
+ * dropped index is never used once drop-index has unpublished and killed
+ * it, and its memory outlives every reader that could still see it.
  */
 struct pmidx_index {
 	struct pmidx_pool		*pool;
@@ -40,6 +58,9 @@ struct pmidx_index {
 	const struct pmidx_engine_ops	*ops;
 	void				*priv;
 	bool				opened;
+	struct percpu_ref		users;
+	struct completion		drained;
+	unsigned int			handles;
 	char				name[PMIDX_NAME_MAX + 1];
 };
 
@@ -54,8 +75,10 @@ struct pmidx_index {
  * @epoch:     epoch-based reclamation shared by the pool's indexes
  * @itable:    the persistent index table
  * @lock:      serialises admin operations (index create/drop, sb writes)
- * @indexes:   open indexes by table slot; written under @lock, published
- *             with release semantics for the lockless data path
+ * @indexes:   open indexes by table slot; written under @lock, read under
+ *             RCU by the data path (see struct pmidx_index)
+ * @slot_gen:  per slot, how many indexes were dropped from it since attach
+ *             (the generation part of struct pmidx_index's @id); under @lock
  * @flags:     PMIDX_POOL_F_*
  * @needs_trace: objects were abandoned on purpose (allocator tests): do
  *             not write a clean state at detach, so the next attach traces
@@ -69,12 +92,20 @@ struct pmidx_pool {
 	struct pmidx_epoch		epoch;
 	struct pmidx_index_entry	*itable;
 	struct mutex			lock;
-	struct pmidx_index		*indexes[PMIDX_MAX_INDEXES];
+	struct pmidx_index __rcu	*indexes[PMIDX_MAX_INDEXES];
+	u32				slot_gen[PMIDX_MAX_INDEXES];
 	u32				flags;
 	bool				needs_trace;
 	u64				recovery_ns;
 	u64				recovered_objects;
 };
+
+/* pool->indexes[@slot] for a writer: under pool->lock, or unpublished */
+static inline struct pmidx_index *pmidx_index_slot(struct pmidx_pool *pool,
+						   u32 slot)
+{
+	return rcu_dereference_protected(pool->indexes[slot], true);
+}
 
 int pmidx_pool_format(void *base, u64 size, bool force, const char **why);
 struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
@@ -83,12 +114,21 @@ void pmidx_pool_close(struct pmidx_pool *pool);
 
 int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		       struct pmidx_index **out, const char **why);
+int pmidx_index_create_id(struct pmidx_pool *pool, const char *name,
+			  u32 engine, u32 *id, const char **why);
 int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 		     const char **why);
 struct pmidx_index *pmidx_index_lookup(struct pmidx_pool *pool,
 				       const char *name);
+int pmidx_index_find_id(struct pmidx_pool *pool, const char *name,
+			bool may_sleep, u32 *id, u32 *engine);
 int pmidx_name_check(const char *name, const char **why);
 struct pmidx_index *pmidx_index_get(struct pmidx_pool *pool, u32 id);
+void pmidx_index_put(struct pmidx_index *idx);
+struct pmidx_index *pmidx_index_get_slot(struct pmidx_pool *pool, u32 slot);
+struct pmidx_index *pmidx_index_hold(struct pmidx_pool *pool,
+				     const char *name);
+void pmidx_index_release(struct pmidx_index *idx);
 
 const char *pmidx_engine_name(u32 engine);
 u32 pmidx_engine_by_name(const char *name);

@@ -88,7 +88,7 @@ static int file_cmd(struct pmidx_pool *pool, struct pmidx_cmd *c)
 {
 	struct pmidx_pool_file *pf = pool->priv;
 
-	return pmidx_dispatch(pf->pool, c, &file_uaccess);
+	return pmidx_dispatch(pf->pool, c, &file_uaccess, 0);
 }
 
 static void file_close(struct pmidx_pool *pool)

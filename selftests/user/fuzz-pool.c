@@ -71,7 +71,7 @@ static void prepare(void)
 		die(why);
 	if (pmidx_index_create(pool, "alpha", PMIDX_ENGINE_CCL, &idx, &why) ||
 	    pmidx_index_create(pool, "beta", PMIDX_ENGINE_UTREE, &idx, &why) ||
-	    pmidx_index_create(pool, "gamma", PMIDX_ENGINE_B3, &idx, &why) ||
+	    pmidx_index_create(pool, "gamma", PMIDX_ENGINE_UTREE, &idx, &why) ||
 	    pmidx_index_drop(pool, "beta", &why))
 		die(why);
 	/* objects of every class and a run, some freed again */
@@ -224,7 +224,7 @@ static void exercise(u8 *img, struct pmidx_pool *pool, bool eadr, u8 seed)
 	ret = pmidx_alloc_test_run(pool, &t, &why);
 	if (ret && ret != -ENOSPC)
 		die(why);
-	ret = pmidx_index_create(pool, "fz", PMIDX_ENGINE_PFART, &idx, &why);
+	ret = pmidx_index_create(pool, "fz", PMIDX_ENGINE_UTREE, &idx, &why);
 	if (ret && ret != -ENOSPC && ret != -EEXIST)
 		die(why);
 	if (!ret && pmidx_index_drop(pool, "fz", &why))

@@ -336,7 +336,7 @@ static void alloc_leak_mode(void)
 	struct pmidx_index *idx;
 	const char *why = NULL;
 
-	UT_EQ(pmidx_index_create(pool, "keep", PMIDX_ENGINE_B3, &idx, &why), 0);
+	UT_EQ(pmidx_index_create(pool, "keep", PMIDX_ENGINE_UTREE, &idx, &why), 0);
 	UT_EQ(pmidx_alloc_test_run(pool, &t, &why), 0);
 	UT_ASSERT(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS) > 100);
 	pmidx_pool_close(pool);

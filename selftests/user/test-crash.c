@@ -173,7 +173,7 @@ static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < 10; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 5))
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 2))
 			return -EIO;
 	for (i = 0; i < 10; i += 3)
 		if (op_drop(cs, pool, nm(buf, "ix", i)))
@@ -183,12 +183,12 @@ static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 10; i < 13; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 5))
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 2))
 			return -EIO;
 	if (op_drop(cs, pool, "ix1") || op_drop(cs, pool, "ix11"))
 		return -EIO;
 	/* a dropped name comes back with another engine */
-	if (op_create(cs, pool, "ix1", PMIDX_ENGINE_LODGE))
+	if (op_create(cs, pool, "ix1", PMIDX_ENGINE_CCL))
 		return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -215,13 +215,13 @@ static int wl_leak(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	if (op_create(cs, pool, "keep0", PMIDX_ENGINE_CCL) ||
-	    op_create(cs, pool, "keep1", PMIDX_ENGINE_B3))
+	    op_create(cs, pool, "keep1", PMIDX_ENGINE_UTREE))
 		return -EIO;
 	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "leak", NULL, 0, 0);
 	if (pmidx_alloc_test_run(pool, &t, &why))
 		return -EIO;
 	crashsim_op_ack(cs, op);
-	if (op_create(cs, pool, "after", PMIDX_ENGINE_PFART) ||
+	if (op_create(cs, pool, "after", PMIDX_ENGINE_UTREE) ||
 	    op_drop(cs, pool, "keep0"))
 		return -EIO;
 	pmidx_pool_close(pool);			/* not clean: needs_trace */
@@ -257,13 +257,13 @@ static int wl_table(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++)
-		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % 5))
+		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % 2))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
 		if (op_drop(cs, pool, nm(buf, "t", i)))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
-		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 2) % 5))
+		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 1) % 2))
 			return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -299,7 +299,7 @@ static int wl_random(struct crashsim *cs, void *img, u64 size, void *arg)
 		if (live[k]) {
 			if (op_drop(cs, pool, nm(buf, "r", k)))
 				return -EIO;
-		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % 5)) {
+		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % 2)) {
 			return -EIO;
 		}
 		live[k] = !live[k];

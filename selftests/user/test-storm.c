@@ -168,7 +168,7 @@ static int admin_worker(void *arg, unsigned int w)
 				if (pmidx_index_drop(c->pool, name, &why))
 					atomic_inc(&c->errors);
 			} else if (pmidx_index_create(c->pool, name,
-						      1 + i % 5, &idx, &why)) {
+						      1 + i % 2, &idx, &why)) {
 				atomic_inc(&c->errors);
 			}
 		}

@@ -1520,8 +1520,24 @@ TEST_F(data, lookup_and_isolation)
 	ASSERT_EQ(0, op_del(&other, "k", 1));
 	ASSERT_EQ(0, get_str(&self->c, "k", "in data"));
 	ASSERT_CHECK(1);
-	/* an open char device pins the pool's indexes */
-	ASSERT_EQ(-EBUSY, pm_drop(&self->nl, "other"));
+	/*
+	 * An open char device does not pin the pool's indexes: "other" is
+	 * dropped under it, and its id never reaches the index created in
+	 * its slot next.
+	 */
+	ASSERT_EQ(0, put_str(&other, "k2", "gone soon"));
+	ASSERT_EQ(0, pm_drop(&self->nl, "other"));
+	ASSERT_EQ(-ENXIO, get_str(&other, "k2", "gone soon"));
+	ASSERT_EQ(-ENXIO, put_str(&other, "k2", "x"));
+	ASSERT_EQ(0, pm_create(&self->nl, "other", variant->engine_id));
+	ASSERT_EQ(0, op_lookup(&self->c, "other", &id, &engine));
+	ASSERT_NE(other.index, id);
+	ASSERT_EQ(other.index % PMIDX_MAX_INDEXES, id % PMIDX_MAX_INDEXES);
+	ASSERT_EQ(-ENXIO, get_str(&other, "k2", "gone soon"));
+	other.index = id;
+	ASSERT_EQ(-ENOENT, get_str(&other, "k2", ""));
+	ASSERT_EQ(0, get_str(&self->c, "k", "in data"));
+	ASSERT_EQ(0, pm_drop(&self->nl, "other"));
 }
 
 TEST_F_TIMEOUT(data, persists_across_detach, 120)

@@ -17,6 +17,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/pmidx.h>
+#include <linux/pmidx_test.h>
 
 #ifndef NETLINK_EXT_ACK
 #define NETLINK_EXT_ACK 11

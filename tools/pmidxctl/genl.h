@@ -16,6 +16,7 @@
 #include <netlink/netlink.h>
 
 #include <linux/pmidx.h>
+#include <linux/pmidx_test.h>
 
 /* What went wrong with the last request. */
 struct pm_nlerr {

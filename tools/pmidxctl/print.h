@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include <linux/pmidx.h>
+#include <linux/pmidx_test.h>
 
 struct pm_stat {
 	uint32_t type;		/* enum pmidx_stat, or newer */

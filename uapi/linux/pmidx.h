@@ -55,7 +55,7 @@ enum pmidx_cmd_id {
 	PMIDX_CMD_STATS,	/* dump: [INDEX_NAME], [pool selector] -> as LIST,
 				 * each nest with a STATS nest; -ENOENT if
 				 * INDEX_NAME matches nothing */
-	PMIDX_CMD_ALLOC_TEST,	/* allocator exercise, see PMIDX_ATTR_TEST_* */
+	__PMIDX_CMD_TEST0,	/* test builds only: linux/pmidx_test.h */
 	/* multicast notifications on the "events" group */
 	PMIDX_CMD_EVENT_ATTACHED,
 	PMIDX_CMD_EVENT_DETACHED,
@@ -79,11 +79,12 @@ enum pmidx_attr {
 	PMIDX_ATTR_ENGINE,		/* u32: enum pmidx_engine_id */
 	PMIDX_ATTR_ENGINE_NAME,		/* string: "ccl", "utree", ... */
 	PMIDX_ATTR_STATS,		/* nest: u64 attributes keyed by enum pmidx_stat */
-	PMIDX_ATTR_TEST_THREADS,	/* u32: allocator test workers (1..64) */
-	PMIDX_ATTR_TEST_OPS,		/* u32: operations per worker */
-	PMIDX_ATTR_TEST_SIZE,		/* u32: object size in bytes, 0 = random */
-	PMIDX_ATTR_TEST_MODE,		/* u32: enum pmidx_alloc_test_mode */
-	PMIDX_ATTR_TEST_SEED,		/* u64 */
+	/* five attributes of test builds only: linux/pmidx_test.h */
+	__PMIDX_ATTR_TEST0,
+	__PMIDX_ATTR_TEST1,
+	__PMIDX_ATTR_TEST2,
+	__PMIDX_ATTR_TEST3,
+	__PMIDX_ATTR_TEST4,
 	PMIDX_ATTR_PAD,
 	__PMIDX_ATTR_MAX,
 };
@@ -92,20 +93,6 @@ enum pmidx_attr {
 /* PMIDX_ATTR_POOL_FLAGS */
 #define PMIDX_POOL_F_RECOVERED	(1U << 0)	/* last attach ran crash recovery */
 #define PMIDX_POOL_F_EADR	(1U << 1)	/* flushes elided: eADR domain */
-
-/*
- * Allocator test modes (PMIDX_CMD_ALLOC_TEST, admin only):
- *  STORM:  each worker allocates and frees random-sized objects, keeping
- *          a window of live ones, then frees everything; the reply carries
- *          the allocator statistics before and after (they must match).
- *  LEAK:   allocate OPS objects per worker and never link them anywhere,
- *          leaving them to the next crash recovery, which must reclaim them.
- */
-enum pmidx_alloc_test_mode {
-	PMIDX_ALLOC_TEST_STORM = 1,
-	PMIDX_ALLOC_TEST_LEAK = 2,
-	__PMIDX_ALLOC_TEST_MAX,
-};
 
 /*
  * Keys of the u64 attributes inside PMIDX_ATTR_STATS. A source sends only
@@ -182,6 +169,15 @@ enum pmidx_stat {
  *          entries that failed. Entries are not atomic as a group: each
  *          PUT/DEL is durable once it has run, so a crash inside a batch
  *          keeps a prefix of it; all of them are durable when it returns.
+ *          The output buffers of a batch's GET and SCAN entries (val_len,
+ *          SCAN's counted up to its 1 MiB cap) may total at most
+ *          PMIDX_BATCH_OUT_MAX bytes: -E2BIG otherwise, with nothing run.
+ *          A fatal signal stops a batch between entries (-EINTR).
+ *
+ * A file opened without write access (O_RDONLY) may LOOKUP, GET, SCAN and
+ * CHECK; PUT, DEL and a BATCH holding one fail with -EBADF.
+ * The id LOOKUP returns names that index only: once it is dropped the id
+ * answers -ENXIO, also after another index takes its table slot.
  */
 enum pmidx_op {
 	PMIDX_OP_LOOKUP = 1,
@@ -195,6 +191,7 @@ enum pmidx_op {
 };
 
 #define PMIDX_BATCH_MAX		1024	/* entries in one BATCH */
+#define PMIDX_BATCH_OUT_MAX	(16U << 20)	/* output bytes of one BATCH */
 
 #define PMIDX_PUT_INSERT	(1U << 0)	/* PUT: fail with -EEXIST if present */
 #define PMIDX_SCAN_AFTER	(1U << 1)	/* SCAN: start strictly after key */
