@@ -20,6 +20,7 @@
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include "badblocks.h"
 #include "pool_dev.h"
 #include "chardev.h"
 
@@ -61,6 +62,10 @@ static int dax_map_open(struct dax_map *m, const char *path, void *holder,
 		ret = -ENOSPC;
 		goto err_dax;
 	}
+	/* bad blocks: refused, listed in the log (badblocks.c says why) */
+	ret = pmidx_badblocks_check(m->bdev.bdev, start_off, m->size, path, why);
+	if (ret)
+		goto err_dax;
 	pages = m->size >> PAGE_SHIFT;
 	id = dax_read_lock();
 	got = dax_direct_access(m->dax, start_off >> PAGE_SHIFT, pages,
