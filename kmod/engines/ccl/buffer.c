@@ -19,6 +19,12 @@
  * readers read without locking and retry when the version moved. Leaf
  * contents are covered by their buffer node's lock. Holders never sleep
  * (they run in epoch sections, preemption off).
+ *
+ * Key count: a write that adds a key or a delete that removes one moves
+ * the per-CPU live key counter (struct ccl_pcpu) by one, after it took
+ * its timestamp and before it unlocks any node it changed (the trigger
+ * write's in ccl_flush()), so that a checker pass that saw no timestamp
+ * taken saw the counter and the nodes agree (check.c).
  */
 #include <linux/errno.h>
 #include <linux/processor.h>
@@ -220,12 +226,12 @@ static int write_in_place(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
  */
 int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 {
-	bool tomb = r->flags & CCL_F_TOMB;
+	bool tomb = r->flags & CCL_F_TOMB, was;
 	struct ccl_bnode *b;
 	struct ccl_ent e;
 	unsigned int pos, side;
+	int s, ret, keys = 0;
 	u64 h, h0;
-	int s, ret;
 
 	/* out of timestamps (see ccl.c): refuse before changing anything */
 	if (unlikely((u64)atomic64_read(&t->ts) > CCL_TS_LIMIT))
@@ -240,7 +246,10 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 	h0 = h;
 	s = ccl_buf_find(t, b, h, r->key, r->klen, r->fp, true);
 	if (s >= 0) {
+		was = !(b->sflag[s] & CCL_F_TOMB);
 		ret = write_in_place(t, b, &h, s, r);
+		if (!ret)
+			keys = tomb ? -1 : !was;
 		goto out;
 	}
 	if ((tomb || r->insert) && present(t, b, h, r) != tomb) {
@@ -251,6 +260,8 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 
 	pos = bn_pos(h);
 	if (pos < t->nbatch) {
+		/* present (known for deletes and inserts) or not */
+		was = tomb || (!r->insert && present(t, b, h, r));
 		side = READ_ONCE(t->side);
 		ret = pmidx_wal_append(t->wal, side, r->kw, r->vw,
 				       ccl_next_ts(t), r->flags);
@@ -266,6 +277,7 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 		h = bn_set_pos(h, pos + 1);
 		r->kw_used = true;
 		r->vw_used = true;
+		keys = tomb ? -1 : !was;
 		goto out;
 	}
 
@@ -281,6 +293,8 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 		r->vw_used = true;
 	}
 out:
+	if (keys)
+		this_cpu_add(t->st->keys, keys);
 	if (h == h0 && ret)
 		ccl_bn_unlock_clean(b, h);
 	else

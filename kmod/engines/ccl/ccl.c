@@ -977,8 +977,8 @@ static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 	pmidx_stat_set(s, PMIDX_STAT_LEAF_FLUSHES, sum.leaf_flushes);
 	pmidx_stat_set(s, PMIDX_STAT_GC_RUNS, atomic64_read(&t->gc_runs));
 	pmidx_stat_set(s, PMIDX_STAT_RECOVERY_NS, t->recovery_ns);
-	pmidx_stat_set(s, PMIDX_STAT_KEYS,
-		       ccl_ready(t) ? ccl_count_keys(t) : 0);
+	/* the live counter: no walk, no lock (a sum read while it moves) */
+	pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, ccl_sum_keys(t), 0));
 	pm = PMIDX_INDEX_ROOT_SIZE;
 	dram = sizeof(*t);
 	if (t->wal) {

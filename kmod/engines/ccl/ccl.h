@@ -187,12 +187,18 @@ struct ccl_stash {
 
 /* ---- the index --------------------------------------------------------- */
 
+/*
+ * Per-CPU statistics. @keys: the live key counter, moved by writes that
+ * add or remove a key (buffer.c); CPU 0's also holds the count recovery
+ * found. Their sum is the key count (ccl_sum_keys(), STATS).
+ */
 struct ccl_pcpu {
 	u64	get, put, del, scan;
 	u64	buffer_hits;
 	u64	leaf_flushes;
 	u64	splits, merges;
 	u64	log_appends;
+	s64	keys;
 };
 
 /**
@@ -401,7 +407,7 @@ static inline struct pmidx_wal_cfg ccl_wal_cfg(struct ccl_tree *t, bool trace)
 
 /* check.c */
 int ccl_check(struct ccl_tree *t, u64 *keys, const char **why);
-u64 ccl_count_keys(struct ccl_tree *t);
+s64 ccl_sum_keys(struct ccl_tree *t);
 
 /* module parameters (ccl.c) */
 extern unsigned int ccl_nbatch;

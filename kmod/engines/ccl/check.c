@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Structural checker and key counting.
+ * Structural checker.
  *
  * The checker visits every buffer node in key order under its lock (so it
  * can run online; writers wait for one node at a time) and checks:
@@ -16,23 +16,57 @@
  *    with matching fingerprints; cached slots disjoint from unflushed
  *    ones and equal to the leaf's slot for their key; overflow only with
  *    nothing unflushed;
- *  - fences strictly increasing along the chain.
+ *  - fences strictly increasing along the chain: each node's below its
+ *    right neighbour's, and each node found where the last one ended;
+ *  - no blob referenced twice (leaf slots, buffer, overflow, the log);
+ *  - the live key counter (struct ccl_pcpu) against the keys found.
  * It returns the number of live keys (leaf keys, plus buffered puts of
  * keys not in the leaf, minus buffered deletes of keys in it).
+ *
+ * Writes go on while it runs, so the walk sees each node at its own
+ * moment. What lies within one node, or between a locked node and its
+ * right neighbour (the link, the neighbour's fence and leaf cannot change
+ * then), is checked at that moment; a failure there is damage. The blob
+ * references are too: the blobs the log holds are collected before the
+ * walk, and while the GC is held off (t->gc_lock; it is the one that
+ * frees retired blobs) a blob moves only within its node, to a node
+ * behind the walk (a split or merge behind it) or into the log after its
+ * node was seen or before (then it is in neither), so none is collected
+ * twice unless the index references it twice, provided a node the walk
+ * reaches again is not collected again (check_visit: "moved").
+ *
+ * The key count, the counter and the bound on references need one view
+ * of the whole index. Every change to a buffer node or its leaf is made
+ * under the node's lock after a timestamp was taken under that same lock
+ * (ccl_next_ts()), and the counter moves after that timestamp too, before
+ * the node is unlocked (buffer.c). So if t->ts did not move between the
+ * start of a pass and its end (the counter read before it), no change
+ * began during the pass; those that began before finish on nodes they
+ * hold locked, which the walk waits for: the pass saw one state of the
+ * index. A pass that saw writes is done again, up to CCL_CHECK_TRIES
+ * passes; then the answer is -EAGAIN: nothing wrong was seen, but writes
+ * went on too fast to check the whole index, try again.
  */
 #include <linux/bitops.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "core/blob.h"
 #include "ccl.h"
 
+/* a pass of the walk over the whole index (see the top) */
+#define CCL_CHECK_TRIES		4
+
 struct chk {
 	u64			keys;
 	u64			nodes;
 	const char		*why;
-	const struct ccl_fence	*prev_low;
 	bool			first;
+	bool			moved;		/* a node reached again: no one view */
+	bool			skip;		/* do not collect this node's blobs */
+	u8			hi[PMIDX_KEY_MAX];	/* the last node's high fence */
+	u32			hilen;
 	u64			*refs;		/* blobs referenced (see ref_add) */
 	size_t			nrefs, cap;
 	bool			over;		/* more than blob_bytes allows */
@@ -47,7 +81,7 @@ struct chk {
  */
 static void ref_add(struct chk *c, u64 w, bool ind)
 {
-	if (!ind || !c->refs)
+	if (!ind || !c->refs || c->skip)
 		return;
 	/* each blob is counted once in blob_bytes (>= 256 bytes each) */
 	if (c->nrefs == c->cap) {
@@ -64,11 +98,10 @@ static int u64_cmp(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-/* Add what the log holds, then look for a blob referenced twice. */
-static int refs_check(struct ccl_tree *t, struct chk *c)
+/* What the log holds: collected before the walk (see the top). */
+static void refs_held(struct ccl_tree *t, struct chk *c)
 {
 	struct pmidx_wal_held *hb;
-	size_t i;
 	u32 j;
 
 	spin_lock(&t->wal->held_lock);
@@ -76,10 +109,13 @@ static int refs_check(struct ccl_tree *t, struct chk *c)
 		for (j = 0; j < hb->n && c->refs; j++)
 			ref_add(c, ccl_off2w(hb->off[j]), true);
 	spin_unlock(&t->wal->held_lock);
-	if (c->over) {
-		c->why = "more blob references than the index has blob bytes";
-		return -EUCLEAN;
-	}
+}
+
+/* Look for a blob referenced twice. */
+static int refs_check(struct ccl_tree *t, struct chk *c)
+{
+	size_t i;
+
 	if (!c->refs)
 		return 0;
 	ccl_sort(c->refs, c->nrefs, sizeof(*c->refs), u64_cmp, NULL);
@@ -157,14 +193,33 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		c->why = "first buffer node is not the head";
 		return -EUCLEAN;
 	}
-	if (!c->first && (!b->low->len ||
-			  pmidx_key_cmp(c->prev_low->key, c->prev_low->len,
-					b->low->key, b->low->len) >= 0)) {
-		c->why = "buffer node fences not increasing";
-		return -EUCLEAN;
+	/*
+	 * ccl_walk() looked this node up by the last one's high fence: its
+	 * range holds that key. Lower, a split or merge behind the walk
+	 * moved the boundary since (the node may be one already seen).
+	 */
+	c->skip = false;
+	if (!c->first) {
+		s = pmidx_key_cmp(b->low->key, b->low->len, c->hi, c->hilen);
+		if (s > 0) {
+			c->why = "buffer node chain skips keys";
+			return -EUCLEAN;
+		}
+		c->skip = s < 0;
+		c->moved |= c->skip;
 	}
 	c->first = false;
-	c->prev_low = b->low;
+	if (b->next) {
+		const struct ccl_fence *hi = b->next->low;
+
+		if (!hi->len || pmidx_key_cmp(b->low->key, b->low->len,
+					      hi->key, hi->len) >= 0) {
+			c->why = "buffer node fences not increasing";
+			return -EUCLEAN;
+		}
+		memcpy(c->hi, hi->key, hi->len);
+		c->hilen = hi->len;
+	}
 	meta = le64_to_cpu(l->meta);
 	next = b->next ? bn_leaf(atomic64_read(&b->next->hdr)) : 0;
 	ts = le64_to_cpu(l->ts);
@@ -259,73 +314,101 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	return 0;
 }
 
-/**
- * ccl_check - the structural checker
- *
- * Context: process context; may run while the index is in use.
- * Return: 0 with *keys set, or -EUCLEAN with *why set.
- */
-int ccl_check(struct ccl_tree *t, u64 *keys, const char **why)
+/* The live key counter (STATS): exact when the index is quiet. */
+s64 ccl_sum_keys(struct ccl_tree *t)
 {
-	struct chk c = { .first = true };
-	int ret;
+	s64 keys = 0;
+	int cpu;
 
-	/* a blob is at least PMIDX_MIN_OBJ bytes of blob_bytes; no memory: skip */
-	c.cap = atomic64_read(&t->blob_bytes) / PMIDX_MIN_OBJ + 1;
-	c.refs = kvmalloc_array(c.cap, sizeof(*c.refs), GFP_KERNEL);
-	mutex_lock(&t->gc_lock);
-	ret = ccl_inner_check(t, why);
-	if (!ret) {
-		ret = ccl_walk(t, check_visit, &c, NULL);
-		if (!ret)
-			ret = refs_check(t, &c);
-		if (ret)
-			*why = c.why ? c.why : "walk failed";
-	}
-	mutex_unlock(&t->gc_lock);
-	kvfree(c.refs);
-	*keys = c.keys;
-	return ret;
+	for_each_possible_cpu(cpu)
+		keys += READ_ONCE(per_cpu_ptr(t->st, cpu)->keys);
+	return keys;
 }
 
-static int count_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
-		       void *arg)
+/*
+ * One pass: 0 with one view of the index (c->keys the count), 1 when
+ * writes went on during it, -EUCLEAN with c->why set.
+ */
+static int check_pass(struct ccl_tree *t, struct chk *c, const char **why)
 {
-	struct ccl_leaf *l = ccl_bn_leaf(t, *h);
-	u32 bitmap = ccl_meta_bitmap(le64_to_cpu(l->meta)), klen;
-	unsigned int i, pos = bn_pos(*h);
-	u64 *keys = arg;
-	const u8 *k;
-	bool in;
+	size_t cap;
+	s64 live;
+	u64 ts;
+	int ret;
 
-	*keys += hweight32(bitmap);
-	for (i = 0; i < pos; i++) {
-		k = ccl_word_bytes(t, &b->slot[i].key, b->sflag[i] & CCL_F_KIND,
-				   &klen);
-		in = ccl_leaf_find(t, l, bitmap, k, klen, b->sfp[i]) >= 0;
-		if (b->sflag[i] & CCL_F_TOMB)
-			*keys -= in;
-		else
-			*keys += !in;
+	ts = atomic64_read(&t->ts);
+	/* the pass's reads come after the timestamp (see the top) */
+	smp_mb();
+	/* a blob is at least PMIDX_MIN_OBJ bytes of blob_bytes; no memory: skip */
+	cap = atomic64_read(&t->blob_bytes) / PMIDX_MIN_OBJ + 1;
+	if (cap > c->cap || !c->refs) {
+		kvfree(c->refs);
+		c->refs = kvmalloc_array(cap, sizeof(*c->refs), GFP_KERNEL);
+		c->cap = c->refs ? cap : 0;
 	}
-	for (i = 0; b->ovf && i < b->ovf->n; i++) {
-		struct ccl_ent *e = &b->ovf->e[i];
+	c->keys = 0;
+	c->nodes = 0;
+	c->why = NULL;
+	c->first = true;
+	c->moved = false;
+	c->skip = false;
+	c->nrefs = 0;
+	c->over = false;
 
-		k = ccl_word_bytes(t, &e->key, e->flags & CCL_F_KIND, &klen);
-		in = ccl_leaf_find(t, l, bitmap, k, klen, e->fp) >= 0;
-		if (e->flags & CCL_F_TOMB)
-			*keys -= in;
-		else
-			*keys += !in;
+	mutex_lock(&t->gc_lock);
+	refs_held(t, c);
+	ret = ccl_inner_check(t, why);
+	if (!ret) {
+		ret = ccl_walk(t, check_visit, c, NULL);
+		if (!ret)
+			ret = refs_check(t, c);
+		if (ret)
+			*why = c->why ? c->why : "walk failed";
+	}
+	live = ccl_sum_keys(t);
+	/* the counter is read before the timestamp (see ccl_buf_write()) */
+	smp_mb();
+	if (!ret && (c->moved || atomic64_read(&t->ts) != ts))
+		ret = 1;
+	mutex_unlock(&t->gc_lock);
+	if (ret)
+		return ret;
+	if (c->over) {
+		*why = "more blob references than the index has blob bytes";
+		return -EUCLEAN;
+	}
+	if (live != (s64)c->keys) {
+		*why = "key counter disagrees with the keys found";
+		return -EUCLEAN;
 	}
 	return 0;
 }
 
-/* The number of live keys (walks the index). */
-u64 ccl_count_keys(struct ccl_tree *t)
+/**
+ * ccl_check - the structural checker
+ *
+ * Context: process context; may run while the index is in use.
+ * Return: 0 with *keys set; -EUCLEAN with *why set; -EAGAIN when writes
+ * went on during every pass (nothing wrong seen, *why not set; see the
+ * top of this file).
+ */
+int ccl_check(struct ccl_tree *t, u64 *keys, const char **why)
 {
-	u64 keys = 0;
+	struct chk *c;
+	int i, ret = 1;
 
-	ccl_walk(t, count_visit, &keys, NULL);
-	return keys;
+	*keys = 0;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	for (i = 0; i < CCL_CHECK_TRIES && ret == 1; i++) {
+		if (i)
+			cond_resched();
+		ret = check_pass(t, c, why);
+	}
+	if (!ret)
+		*keys = c->keys;
+	kvfree(c->refs);
+	kfree(c);
+	return ret == 1 ? -EAGAIN : ret;
 }

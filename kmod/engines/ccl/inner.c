@@ -20,6 +20,7 @@
  * separator (an insert that found no memory) is harmless: lookups land on
  * the left neighbour and follow the buffer nodes' links (buffer.c).
  */
+#include <linux/delay.h>
 #include <linux/processor.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -512,6 +513,8 @@ out:
  *
  * Each node is checked under its lock; the order of the separators
  * against the buffer node chain is checked by the caller.
+ *
+ * Context: process context, may sleep.
  */
 int ccl_inner_check(struct ccl_tree *t, const char **why)
 {
@@ -520,16 +523,23 @@ int ccl_inner_check(struct ccl_tree *t, const char **why)
 	int i;
 	u64 v;
 
-	/* a concurrent root split bumps the height just after the root */
-	for (i = 0; i < 1000; i++) {
+	/*
+	 * A concurrent root split bumps the height just after the root (a
+	 * writer between the two may be preempted in userspace builds);
+	 * a mismatch that lasts is damage.
+	 */
+	for (i = 0; ; i++) {
 		root = root_begin(t, &v);
 		if (root->level + 1 == atomic_read(&t->height))
 			break;
-		cpu_relax();
-	}
-	if (root->level + 1 != atomic_read(&t->height)) {
-		*why = "inner tree height mismatch";
-		return -EUCLEAN;
+		if (i == 1000 + 20) {
+			*why = "inner tree height mismatch";
+			return -EUCLEAN;
+		}
+		if (i < 1000)
+			cpu_relax();
+		else
+			usleep_range(1000, 2000);
 	}
 	if (root->fence[0] != t->bhead->low) {
 		*why = "inner root does not start at the head";

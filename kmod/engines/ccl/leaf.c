@@ -231,9 +231,9 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	u32 bitmap = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta)));
 	struct ccl_ovf *ovf = b->ovf;
 	bool split = false;
+	int ret, keys = 0;
 	u8 cache = 0;
 	u64 ts;
-	int ret;
 
 	if (ovf) {
 		/* writers drain the overflow before using the slots */
@@ -256,6 +256,9 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	ccl_leaf_resolve(t, l, bitmap, e, n);
 	for (i = 0; i < n; i++)
 		need += !(e[i].flags & CCL_F_TOMB);
+	/* the trigger's change to the key count (buffered KVs made theirs) */
+	for (i = n - nextra; i < n; i++)
+		keys += e[i].flags & CCL_F_TOMB ? -1 : e[i].lslot < 0;
 	ts = ccl_next_ts(t);
 	if (need <= CCL_LEAF_SLOTS - hweight32(bitmap)) {
 		ret = ccl_log_trigger(t, extra, nextra);
@@ -269,6 +272,9 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 			return ret;
 		split = true;
 	}
+	/* after the timestamp, before a merge unlocks the left sibling */
+	if (keys)
+		this_cpu_add(t->st->keys, keys);
 
 	if (ovf) {
 		b->ovf = NULL;

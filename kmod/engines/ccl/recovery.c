@@ -40,6 +40,7 @@
  * Every pointer read from media is checked before use and a bad one fails
  * the attach with -EUCLEAN; media errors read as -EIO.
  */
+#include <linux/bitops.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -83,6 +84,7 @@ struct rctx {
 	atomic64_t		maxts;
 	atomic64_t		replayed;
 	atomic64_t		blob_bytes;
+	atomic64_t		keys;		/* live keys, for the counter */
 	/*
 	 * Why a corrupt image was refused. Serial steps store it plainly;
 	 * parallel workers keep their own and publish it with xchg().
@@ -339,6 +341,7 @@ static int leaves_worker(void *arg, unsigned int w)
 	struct rctx *rc = arg;
 	size_t i, lo = rc->nl * w / rc->workers, hi = rc->nl * (w + 1) / rc->workers;
 	const char *why = NULL;
+	u64 keys = 0;
 	u8 *buf;
 	int ret = 0;
 
@@ -347,9 +350,11 @@ static int leaves_worker(void *arg, unsigned int w)
 		return -ENOMEM;
 	for (i = lo; i < hi && !ret; i++) {
 		ret = leaf_one(rc, i, buf, buf + PMIDX_KEY_MAX + 1, &why);
+		keys += hweight32(ccl_meta_bitmap(rc->lv[i].meta));
 		if (!(i % 64))
 			cond_resched();
 	}
+	atomic64_add(keys, &rc->keys);
 	/* workers run in parallel: publish the reason atomically */
 	if (ret && why)
 		(void)xchg(&rc->why, why);
@@ -616,6 +621,7 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 	u32 bitmap = ccl_meta_bitmap(rc->lv[li].meta), len;
 	const u8 *key;
 	bool in_leaf;
+	s64 keys = 0;
 	int ret;
 
 	if (!n)
@@ -633,6 +639,8 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 			     (e[i].flags & CCL_F_TOMB));
 		if (!e[i].win)
 			continue;
+		/* a winning delete removes a leaf key, a put may add one */
+		keys += e[i].flags & CCL_F_TOMB ? -1 : !in_leaf;
 		/* a winner owns its blobs: marked exactly once */
 		*why = "log entry points to a corrupt or shared blob";
 		if (e[i].flags & CCL_F_KIND) {
@@ -660,6 +668,7 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 		if (e[i].win)
 			e[k++] = e[i];
 	atomic64_add(k, &rc->replayed);
+	atomic64_add(keys, &rc->keys);
 	return place(rc, li, e, k);
 }
 
@@ -767,6 +776,7 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 	atomic64_set(&rc.maxts, 0);
 	atomic64_set(&rc.replayed, 0);
 	atomic64_set(&rc.blob_bytes, 0);
+	atomic64_set(&rc.keys, 0);
 	rc.workers = clamp(prc->threads, 1U, 64U);
 	ret = pmidx_read_media(&root, t->root, sizeof(root));
 	if (ret)
@@ -815,6 +825,8 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 	ts_reset(&rc);
 	atomic64_set(&t->ts, atomic64_read(&rc.maxts));
 	atomic64_set(&t->blob_bytes, atomic64_read(&rc.blob_bytes));
+	/* the live key counter starts from here (ccl.h, struct ccl_pcpu) */
+	per_cpu_ptr(t->st, 0)->keys = atomic64_read(&rc.keys);
 	t->replayed = atomic64_read(&rc.replayed);
 	rc_free(&rc, true);
 	t->recovery_ns = ktime_get_ns() - start;
