@@ -13,7 +13,8 @@
 #   check-user-fuzz    libFuzzer on pool images (bounded), plus the plain
 #                      replay driver over the corpus
 #   check-user-engines the real engines: key/value round trips, recovery,
-#                      crash simulation (plain and ASan)
+#                      crash simulation, CHECK under writes and the key
+#                      counters (plain and ASan)
 #   check-user-prefix  the crash simulator's store-prefix model (prefix
 #                      build): its self-test, the core's and the engines'
 #                      crash simulations, short samples
@@ -98,7 +99,7 @@ USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 USER_VARIANTS	:= plain asan tsan fuzz replay prefix
 
 # tests of every engine through the engine ops (selftests/user/test-NAME.c)
-USER_ENG_TESTS	:= engines lifetime
+USER_ENG_TESTS	:= engines lifetime check
 # media errors on the data path (test-media.c, issue 11)
 USER_ENG_TESTS	+= media
 
@@ -257,6 +258,7 @@ USER_BIN_fuzz	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-pool) $(UB)/replay/fuzz-repl
 USER_ENG_CRASH	:= $(if $(USER_ENGINE_CRASH),$(USER_ENG_CRASH_ALL))
 USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 		    $(UB)/plain/test-lifetime $(UB)/asan/test-lifetime \
+		    $(UB)/plain/test-check $(UB)/asan/test-check \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
 USER_BIN_engines += $(UB)/plain/test-media $(UB)/asan/test-media
 # The prefix model (crashsim.h) in the prefix build: the simulator's
