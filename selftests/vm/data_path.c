@@ -1741,4 +1741,98 @@ TEST_F(data, batch_malformed_changes_nothing)
 	ref_free(&after);
 }
 
+/* ---- CHECK while writers run ---------------------------------------- */
+
+#define SW		3	/* writer threads, each with its own keys */
+#define SKEYS		400	/* keys per writer */
+#define SSECONDS	4	/* of CHECK in a loop */
+
+struct storm_arg {
+	const struct ctx	*c;
+	const int		*stop;
+	uint32_t		w;
+	int			err;
+	uint64_t		ops;
+	uint8_t			present[SKEYS];
+};
+
+/* Puts and deletes of its own keys until told to stop. */
+static void *storm_writer(void *p)
+{
+	struct storm_arg *a = p;
+	uint64_t s = a->w * 0x9e3779b97f4a7c15ULL + 11;
+	uint8_t val[150];
+	char key[64];
+	uint32_t k, kl;
+	int ret;
+
+	memset(val, 'v', sizeof(val));
+	while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+		k = rng_below(&s, SKEYS);
+		kl = snprintf(key, sizeof(key), "s%u.%05u%s", a->w, k,
+			      k % 5 ? "" : "-kept-out-of-line-in-a-blob");
+		if (rng_below(&s, 2)) {
+			ret = op_del(a->c, key, kl);
+			if (ret == -ENOENT && !a->present[k])
+				ret = 0;
+			a->present[k] = false;
+		} else {
+			ret = op_put(a->c, key, kl, val, rng_below(&s, 3) ? 8 : 150, 0);
+			a->present[k] = true;
+		}
+		if (ret) {
+			a->err = ret;
+			break;
+		}
+		a->ops++;
+	}
+	return NULL;
+}
+
+/*
+ * CHECK of a healthy index while writers run answers 0 (one view of the
+ * index, with its key count) or -EAGAIN (writes went on too fast for
+ * one): never -EUCLEAN. Quiet again, it passes with the right count.
+ */
+TEST_F_TIMEOUT(data, check_under_writes, 120)
+{
+	struct storm_arg a[SW];
+	pthread_t tid[SW];
+	uint64_t keys, want = 0, ops = 0, pass = 0, again = 0;
+	struct timespec t0, t;
+	int stop = 0, bad = 0;
+	uint32_t i, k;
+
+	REQUIRE_ENGINE();
+	for (i = 0; i < SW; i++) {
+		a[i] = (struct storm_arg){ .c = &self->c, .stop = &stop, .w = i };
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, storm_writer, &a[i]));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int ret = op_check(&self->c, &keys);
+
+		if (!ret)
+			pass++;
+		else if (ret == -EAGAIN)
+			again++;
+		else if (!bad)
+			bad = ret;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!bad && t.tv_sec - t0.tv_sec < SSECONDS);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < SW; i++) {
+		pthread_join(tid[i], NULL);
+		EXPECT_EQ(0, a[i].err) TH_LOG("writer %u", i);
+		ops += a[i].ops;
+		for (k = 0; k < SKEYS; k++)
+			want += a[i].present[k];
+	}
+	TH_LOG("%s: %llu writes; CHECK: %llu passed, %llu -EAGAIN", variant->engine,
+	       (unsigned long long)ops, (unsigned long long)pass,
+	       (unsigned long long)again);
+	ASSERT_EQ(0, bad);
+	ASSERT_CHECK(want);
+}
+
 TEST_HARNESS_MAIN
