@@ -312,6 +312,7 @@ void pmidx_pool_stats(struct pmidx_pool *pool, struct pmidx_stats *s)
 	pmidx_stat_set(s, PMIDX_STAT_RECOVERED_OBJECTS, pool->recovered_objects);
 	pmidx_stat_set(s, PMIDX_STAT_FLUSHES, ps.flushes);
 	pmidx_stat_set(s, PMIDX_STAT_FENCES, ps.fences);
+	pmidx_stat_set(s, PMIDX_STAT_MEDIA_ERRORS, pmidx_media_errors(&pool->pm));
 	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, le64_to_cpu(pool->sb.size));
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*pool) +
 		       (u64)pool->alloc.nr_chunks * sizeof(struct pmidx_chunk));

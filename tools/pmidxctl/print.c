@@ -166,6 +166,7 @@ static const char *const stat_names[__PMIDX_STAT_MAX] = {
 	[PMIDX_STAT_GC_RUNS]		= "gc_runs",
 	[PMIDX_STAT_BUFFER_HITS]	= "buffer_hits",
 	[PMIDX_STAT_LEAF_FLUSHES]	= "leaf_flushes",
+	[PMIDX_STAT_MEDIA_ERRORS]	= "media_errors",
 };
 
 static const char *const pool_flag_names[] = {

@@ -122,6 +122,8 @@ enum pmidx_stat {
 	PMIDX_STAT_GC_RUNS,
 	PMIDX_STAT_BUFFER_HITS,
 	PMIDX_STAT_LEAF_FLUSHES,
+	/* pool, continued */
+	PMIDX_STAT_MEDIA_ERRORS,	/* data reads answered -EIO (poisoned pmem) */
 	__PMIDX_STAT_MAX,
 };
 #define PMIDX_STAT_MAX (__PMIDX_STAT_MAX - 1)
