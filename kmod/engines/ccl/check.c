@@ -36,16 +36,17 @@
  * reaches again is not collected again (check_visit: "moved").
  *
  * The key count, the counter and the bound on references need one view
- * of the whole index. Every change to a buffer node or its leaf is made
- * under the node's lock after a timestamp was taken under that same lock
- * (ccl_next_ts()), and the counter moves after that timestamp too, before
- * the node is unlocked (buffer.c). So if t->ts did not move between the
- * start of a pass and its end (the counter read before it), no change
- * began during the pass; those that began before finish on nodes they
- * hold locked, which the walk waits for: the pass saw one state of the
- * index. A pass that saw writes is done again, up to CCL_CHECK_TRIES
- * passes; then the answer is -EAGAIN: nothing wrong was seen, but writes
- * went on too fast to check the whole index, try again.
+ * of the whole index. Every change to what a buffer node or its leaf
+ * holds (but a cache bit dropped) is made under the node's lock after a
+ * timestamp was taken under that same lock (ccl_next_ts()), and the
+ * counter moves after that timestamp too, before the node is unlocked
+ * (buffer.c). So if t->ts did not move between the start of a pass and
+ * its end (the counter read before it), no change began during the pass;
+ * those that began before finish on nodes they hold locked, which the
+ * walk waits for: the pass saw one state of the index. A pass that saw
+ * writes is done again, up to CCL_CHECK_TRIES passes; then the answer is
+ * -EAGAIN: nothing wrong was seen, but writes went on too fast to check
+ * the whole index, try again.
  */
 #include <linux/bitops.h>
 #include <linux/mutex.h>
