@@ -297,12 +297,29 @@ static int fill(const struct ctx *c, uint64_t from, uint64_t to, uint32_t vlen)
 
 /* ---- fixture ---------------------------------------------------------------------- */
 
+#define MAX_KIDS	8
+#define DENTRY_MOD	"pmidx_dentry"
+
 FIXTURE(races) {
 	struct nl		nl;
 	struct pool_info	p;
 	char			devpath[48];	/* /dev/pmidxN */
 	unsigned int		secs;
+	pid_t			kids[MAX_KIDS];	/* forked, not reaped yet */
+	int			hold;		/* kapi_vs_drop's holding session */
+	bool			dentry_loaded;
 };
+
+/* Detach every pool, waiting out pins that go away by themselves. */
+static void detach_all_eventually(struct nl *nl)
+{
+	struct pool_info p;
+	int i;
+
+	for (i = 0; i < 200 && !pm_stats(nl, NULL, &p) && p.id >= 0; i++)
+		if (pm_detach(nl, p.name) == -EBUSY)
+			usleep(50000);
+}
 
 static void attached(FIXTURE_DATA(races) *self)
 {
@@ -315,7 +332,7 @@ FIXTURE_SETUP(races)
 
 	self->secs = race_secs();
 	ASSERT_EQ(0, nl_open(&self->nl));
-	detach_all(&self->nl);
+	detach_all_eventually(&self->nl);
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
 	attached(self);
@@ -326,8 +343,44 @@ FIXTURE_SETUP(races)
 
 FIXTURE_TEARDOWN(races)
 {
-	detach_all(&self->nl);
+	int i;
+
+	/* a test that failed early may leave children holding the pool */
+	for (i = 0; i < MAX_KIDS; i++) {
+		if (self->kids[i] > 0) {
+			kill(self->kids[i], SIGKILL);
+			waitpid(self->kids[i], NULL, 0);
+		}
+	}
+	/* and the sample client loaded, with a session open */
+	if (self->dentry_loaded) {
+		if (self->hold > 0)
+			close(self->hold);
+		syscall(SYS_delete_module, DENTRY_MOD, O_NONBLOCK);
+	}
+	detach_all_eventually(&self->nl);
 	nl_close(&self->nl);
+}
+
+static void kid_add(FIXTURE_DATA(races) *self, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < MAX_KIDS; i++) {
+		if (self->kids[i] <= 0) {
+			self->kids[i] = pid;
+			return;
+		}
+	}
+}
+
+static void kid_del(FIXTURE_DATA(races) *self, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < MAX_KIDS; i++)
+		if (self->kids[i] == pid)
+			self->kids[i] = 0;
 }
 
 #define RACE_ASSERT_CLEAN(r) \
@@ -948,6 +1001,7 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 			ASSERT_LE(0, pid);
 			if (!pid)
 				_exit(ex_child(self->devpath, ix->name, sqpoll, spawned));
+			kid_add(self, pid);
 			spawned++;
 			sq += sqpoll;
 			alive++;
@@ -962,6 +1016,7 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 			drops++;
 		}
 		while ((pid = waitpid(-1, &status, now_ns() < end ? WNOHANG : 0)) > 0) {
+			kid_del(self, pid);
 			alive--;
 			ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child %d: status %#x", pid, status);
 			ret = WEXITSTATUS(status);
@@ -1000,7 +1055,6 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 #define KX_NAME		"kx"
 #define KX_HELD		"kheld"
 #define DENTRY_DEV	"/dev/pmidx_dentry"
-#define DENTRY_MOD	"pmidx_dentry"
 
 static int __attribute__((format(printf, 2, 3))) dcmd(int fd, const char *fmt, ...)
 {
@@ -1048,9 +1102,10 @@ static void *kx_session_fn(void *arg)
 		}
 		a->thr->doing = "open the index";
 		ret = dcmd(fd, "open %s %s", a->pool, KX_NAME);
-		if (ret == -ENOENT) {
+		if (ret == -ENOENT) {	/* dropped, not created again yet */
 			a->enoent++;
 			close(fd);
+			usleep(200);
 			continue;
 		}
 		if (ret) {
@@ -1154,12 +1209,14 @@ TEST_F_TIMEOUT(races, kapi_vs_drop, 3600)
 	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
 	close(fd);
 	ASSERT_TRUE(!ret || ret == -EEXIST) TH_LOG("loading %s: %s", ko, ename(ret));
+	self->dentry_loaded = true;
 
 	race_init(&r);
 	ASSERT_EQ(0, pm_create(&self->nl, KX_NAME, PMIDX_ENGINE_CCL));
 	ASSERT_EQ(0, pm_create(&self->nl, KX_HELD, PMIDX_ENGINE_UTREE));
 	hold = open(DENTRY_DEV, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, hold) TH_LOG("%s: %s", DENTRY_DEV, strerror(errno));
+	self->hold = hold;
 	ASSERT_EQ(0, dcmd(hold, "open %s %s", self->p.name, KX_HELD));
 	ASSERT_EQ(0, dcmd(hold, "create 7 held 7"));
 	ASSERT_EQ(-EBUSY, pm_drop(&self->nl, KX_HELD));
@@ -1188,10 +1245,12 @@ TEST_F_TIMEOUT(races, kapi_vs_drop, 3600)
 	ASSERT_EQ(0, dcmd(hold, "close"));
 	ASSERT_EQ(0, pm_drop(&self->nl, KX_HELD)) TH_LOG("%s", self->nl.msg);
 	close(hold);
+	self->hold = -1;
 	/* no session left: the racing index drops at once */
 	ASSERT_EQ(0, pm_drop(&self->nl, KX_NAME)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, syscall(SYS_delete_module, DENTRY_MOD, O_NONBLOCK))
 		TH_LOG("rmmod %s: %s", DENTRY_MOD, strerror(errno));
+	self->dentry_loaded = false;
 	ASSERT_LT(0, sessions);
 	ASSERT_LT(0, a[KX_SESSIONS].drops);
 }
@@ -1298,6 +1357,7 @@ TEST_F_TIMEOUT(races, stats_unprivileged, 3600)
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(st_child(sh));
+	kid_add(self, pid);
 	for (i = 0; i < 500 && !atomic_load(&sh->ready); i++)
 		usleep(10000);
 	if (!atomic_load(&sh->ready)) {
@@ -1334,6 +1394,7 @@ TEST_F_TIMEOUT(races, stats_unprivileged, 3600)
 	atomic_store(&sh->phase, 2);
 	ASSERT_EQ(0, thr_join(thr, ST_WRITERS, grace_secs(self->secs)));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	kid_del(self, pid);
 	RACE_ASSERT_CLEAN(&r);
 	ASSERT_EQ(0, status) TH_LOG("the unprivileged LIST/STATS child failed");
 	quiet = n_q * 1e9 / (t_q ?: 1);
