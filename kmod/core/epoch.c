@@ -149,6 +149,7 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 {
 	struct pmidx_epoch_cpu *c;
 	struct limbo *l;
+	bool batch_full;
 	u64 g;
 
 	preempt_disable();
@@ -179,8 +180,10 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	l->epoch = atomic64_read(&e->global);
 	l->fn = fn;
 	l->ctx = ctx;
+	/* read under the lock: a barrier's collect() may change it */
+	batch_full = c->nr % LIMBO_BATCH == 0;
 	spin_unlock(&c->lock);
-	if (c->nr % LIMBO_BATCH == 0) {
+	if (batch_full) {
 		g = try_advance(e);
 		collect(e, c, g);
 	}

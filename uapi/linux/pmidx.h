@@ -155,8 +155,14 @@ enum pmidx_stat {
  *          buffer); resume with key = the last key returned and
  *          PMIDX_SCAN_AFTER set. -ENOSPC with val_len := needed when not
  *          even one record fits.
- *  CHECK   index -> run the engine's structural checker; -EUCLEAN if it
- *          finds damage (details in the kernel log); result := keys.
+ *  CHECK   index -> run the engine's structural checker; result := keys.
+ *          -EUCLEAN if it finds damage (details in the kernel log).
+ *          It may run while the index is being written: -EAGAIN when
+ *          writes went on throughout and it could not get one consistent
+ *          view of the index in a few passes (nothing wrong was seen;
+ *          result := 0; try again, best when writes are quieter).
+ *          Concurrent writes never make it report -EUCLEAN for a healthy
+ *          index.
  *  BATCH   many GET/PUT/DEL/SCAN ops in one command, so that one syscall
  *          (or one SQE) does real work for many keys. val = user array of
  *          count struct pmidx_cmd entries (1..PMIDX_BATCH_MAX), val_len =
