@@ -76,7 +76,13 @@ wait_for() { # path seconds
 setup_pmem() {
 	mark "loading nvdimm drivers"
 	# No udev in the guest, so nothing autoloads drivers: load them here.
-	modprobe -a nfit nd_pmem || fail "modprobe nfit nd_pmem failed"
+	# A kernel without a module tree on the host (the debug tier's, see
+	# tools/debug-kernel) has them built in: nothing to load.
+	if [ -d "/lib/modules/$(uname -r)" ]; then
+		modprobe -a nfit nd_pmem || fail "modprobe nfit nd_pmem failed"
+	elif [ ! -d /sys/bus/nd ]; then
+		fail "no /sys/bus/nd and no /lib/modules/$(uname -r): nvdimm support missing from the kernel"
+	fi
 
 	n=0
 	while [ $n -lt "$PMIDX_VM_NR_PMEM" ]; do
@@ -126,6 +132,104 @@ load_module() {
 	info "loaded $PMIDX_VM_KO"
 }
 
+# kmemleak (debug kernels only): KMEMLEAK=/sys/kernel/debug/kmemleak when
+# the kernel has it. A scan costs ~10 s of TCG time, so there is no
+# "scan; clear" after boot: kmemleak_start notes the uptime before insmod
+# and kmemleak_check (after rmmod) drops the objects allocated before it
+# (their age says so). kmemleak_check scans twice (an object is reported
+# once it is unreferenced, older than 5 s and unchanged between two
+# scans), resolves addresses of the unloaded module with the symbols
+# kmemleak_syms saved before rmmod and copies the report into the kernel
+# log, where the host's splat scan ("unreferenced object 0x") fails the run.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+KMEMLEAK_T0=0
+KMEMLEAK_SYMS=/tmp/.pmidx-vm-module.syms
+kmemleak_init() {
+	[ -d /sys/kernel/debug ] && [ ! -e "$KMEMLEAK" ] &&
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	[ -w "$KMEMLEAK" ] || KMEMLEAK=
+}
+
+kmemleak_start() {
+	[ -n "$KMEMLEAK" ] || return 0
+	echo clear >"$KMEMLEAK" 2>/dev/null
+	read -r KMEMLEAK_T0 _ </proc/uptime
+	mark "kmemleak: objects allocated from uptime $KMEMLEAK_T0 on are checked"
+}
+
+kmemleak_syms() {
+	[ -n "$KMEMLEAK" ] || return 0
+	# Every module's (a sample client CMD loaded may be gone already).
+	awk 'NF == 4' /proc/kallsyms >"$KMEMLEAK_SYMS" 2>/dev/null
+}
+
+# stdin: kmemleak's report; stdout: the objects allocated after uptime $1,
+# addresses of the (unloaded) module resolved with the symbols in $2.
+kmemleak_filter() { # t0 symfile
+	python3 -c '
+import re, sys
+t0 = float(sys.argv[1]); up = float(open("/proc/uptime").read().split()[0])
+syms = []
+try:
+    for l in open(sys.argv[2]):
+        f = l.split()
+        syms.append((int(f[0], 16), f[2], f[3] if len(f) > 3 else ""))
+except OSError:
+    pass
+syms.sort()
+def name(a):
+    best = None
+    for s in syms:
+        if s[0] > a:
+            break
+        best = s
+    if not best or a - best[0] >= 1 << 20:
+        return None
+    return "%s+0x%x %s" % (best[1], a - best[0], best[2])
+blocks, cur = [], None
+for l in sys.stdin.read().splitlines():
+    if l.startswith("unreferenced object"):
+        cur = [l]; blocks.append(cur)
+    elif cur is not None:
+        m = re.match(r"(\s*\[<([0-9a-f]+)>\]) 0x[0-9a-f]+$", l)
+        if m and name(int(m.group(2), 16)):
+            l = "%s %s" % (m.group(1), name(int(m.group(2), 16)))
+        cur.append(l)
+for b in blocks:
+    m = re.search(r"\(age ([0-9.]+)s\)", "\n".join(b))
+    if m and up - float(m.group(1)) < t0 - 0.5:
+        continue
+    print("\n".join(b))
+' "$1" "$2" 2>/dev/null
+}
+
+kmemleak_check() {
+	[ -n "$KMEMLEAK" ] || return 0
+	# No sleep between the scans: one takes longer than kmemleak's 5 s
+	# minimum age under TCG.
+	echo scan >"$KMEMLEAK" 2>/dev/null
+	echo scan >"$KMEMLEAK" 2>/dev/null
+	all=$(cat "$KMEMLEAK" 2>/dev/null)
+	if [ -z "$all" ]; then
+		mark "kmemleak: no leaks"
+		return 0
+	fi
+	leaks=$(printf '%s\n' "$all" | kmemleak_filter "$KMEMLEAK_T0" "$KMEMLEAK_SYMS") ||
+		leaks=$all
+	n=$(printf '%s\n' "$all" | grep -c '^unreferenced object')
+	m=$(printf '%s\n' "$leaks" | grep -c '^unreferenced object')
+	[ "$m" -lt "$n" ] &&
+		mark "kmemleak: $((n - m)) unreferenced objects from before uptime $KMEMLEAK_T0 ignored"
+	if [ "$m" = 0 ]; then
+		mark "kmemleak: no leaks"
+		return 0
+	fi
+	info "kmemleak: $m unreferenced objects (in the kernel log)"
+	printf '%s\n' "$leaks" | while IFS= read -r l; do
+		echo "pmidx-vm: kmemleak: $l" >/dev/kmsg
+	done
+}
+
 unload_module() {
 	[ "$PMIDX_VM_MODULE" = 1 ] || return 0
 	# CMD may have unloaded it itself (reload tests): that is fine.
@@ -148,7 +252,9 @@ run_cmd() {
 mark "stage 2"
 . "$run/job" || fail "cannot read $run/job"
 
+kmemleak_init
 setup_pmem
+kmemleak_start
 load_module
 
 cd "$repo" || fail "cd $repo"
@@ -166,6 +272,8 @@ rc=$?
 mark "CMD exited with status $rc"
 ctl "RC=$rc"
 
+kmemleak_syms
 unload_module
+kmemleak_check
 sync
 ctl DONE
