@@ -49,7 +49,8 @@ t 0 '^pmidx0$' attach "$D0"
 t 1 'Device or resource busy' attach "$D0"
 t 0 '^index inodes \(id 0, engine ccl\) created in pmidx0$' create-index inodes
 t 0 'engine utree\) created in pmidx0$' create-index --engine utree dirs --pool pmidx0
-t 0 'engine pfart\) created in pmidx0$' create-index y --pool "$D0" --engine=pfart
+t 0 'engine ccl\) created in pmidx0$' create-index y --pool "$D0" --engine=ccl
+t 1 '^pmidxctl: create-index later: Operation not supported: engine not built into this module' create-index later --engine=pfart
 t 1 '^pmidxctl: create-index dirs: File exists: ' create-index dirs
 t 1 "^pmidxctl: create-index $long: .*: .*63" create-index "$long"
 t 1 "^pmidxctl: create-index $huge: .*\\(attribute INDEX_NAME, max length 255\\)$" create-index "$huge"
@@ -77,7 +78,7 @@ if [ -n "$D1" ]; then
 	t 0 '' format --force "$D1"
 	t 0 '^pmidx1$' attach "$D1"
 	t 1 'several pools attached' create-index q
-	t 0 'engine b3\) created in pmidx1$' create-index q --pool /dev/pmidx1 --engine b3
+	t 0 'engine utree\) created in pmidx1$' create-index q --pool /dev/pmidx1 --engine utree
 	t 0 '^\{"pools":\[\{"id":1,"name":"pmidx1"' stats --pool "$D1" --json
 	t 0 '' drop-index q --pool 1
 	t 0 '' detach "$D1"
