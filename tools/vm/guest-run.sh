@@ -6,11 +6,12 @@
 # i.e. it runs with the host's own shell, kmod, ndctl, python... over 9p.
 #
 # RUNDIR/job (written by tools/pmidx-vm, POSIX sh) sets PMIDX_VM_RAW,
-# PMIDX_VM_NR_PMEM, PMIDX_VM_MODULE, PMIDX_VM_KO, PMIDX_VM_MODNAME, exports
+# PMIDX_VM_NR_PMEM, PMIDX_VM_MODULE, PMIDX_VM_KO, PMIDX_VM_MODNAME,
+# PMIDX_VM_MODDIR (a debug-tier kernel's /lib/modules, else empty), exports
 # the caller's PMIDX_* variables and sets the positional parameters to CMD.
 #
 # Steps: nvdimm drivers -> fsdax namespaces -> insmod pmidx.ko -> CMD ->
-# rmmod -> sync. Progress and status go to the control port (ttyS2) as
+# rmmod -> (debug kernels: kmemleak scan) -> sync. Progress and status go to the control port (ttyS2) as
 # @@PMIDX-VM:...@@ lines; CMD's output goes to ttyS0 only.
 
 repo=$1
@@ -73,16 +74,21 @@ wait_for() { # path seconds
 	done
 }
 
+# A debug-tier kernel (tools/debug-kernel) has no module tree on the host
+# and everything built in: PMIDX_VM_MODDIR is a /lib/modules that pmidx-vm
+# made for it (its modules.builtin, depmod-ed), mounted over the host's so
+# `modprobe loop` and the like succeed as they do with Debian's kernel
+# (modprobe of a built-in module is a no-op).
+builtin_modules() {
+	[ -n "${PMIDX_VM_MODDIR:-}" ] || return 0
+	mount --bind "$PMIDX_VM_MODDIR" /lib/modules ||
+		fail "cannot mount $PMIDX_VM_MODDIR on /lib/modules"
+}
+
 setup_pmem() {
 	mark "loading nvdimm drivers"
 	# No udev in the guest, so nothing autoloads drivers: load them here.
-	# A kernel without a module tree on the host (the debug tier's, see
-	# tools/debug-kernel) has them built in: nothing to load.
-	if [ -d "/lib/modules/$(uname -r)" ]; then
-		modprobe -a nfit nd_pmem || fail "modprobe nfit nd_pmem failed"
-	elif [ ! -d /sys/bus/nd ]; then
-		fail "no /sys/bus/nd and no /lib/modules/$(uname -r): nvdimm support missing from the kernel"
-	fi
+	modprobe -a nfit nd_pmem || fail "modprobe nfit nd_pmem failed"
 
 	n=0
 	while [ $n -lt "$PMIDX_VM_NR_PMEM" ]; do
@@ -134,15 +140,15 @@ load_module() {
 
 # kmemleak (debug kernels only): KMEMLEAK=/sys/kernel/debug/kmemleak when
 # the kernel has it. A scan costs ~10 s of TCG time, so there is no
-# "scan; clear" after boot: kmemleak_start notes the uptime before insmod
-# and kmemleak_check (after rmmod) drops the objects allocated before it
-# (their age says so). kmemleak_check scans twice (an object is reported
+# "scan; clear" after boot: kmemleak_start notes jiffies before insmod and
+# kmemleak_check (after rmmod) drops the objects allocated before (each
+# report gives its allocation's jiffies). kmemleak_check scans twice (an object is reported
 # once it is unreferenced, older than 5 s and unchanged between two
 # scans), resolves addresses of the unloaded module with the symbols
 # kmemleak_syms saved before rmmod and copies the report into the kernel
 # log, where the host's splat scan ("unreferenced object 0x") fails the run.
 KMEMLEAK=/sys/kernel/debug/kmemleak
-KMEMLEAK_T0=0
+KMEMLEAK_J0=0
 KMEMLEAK_SYMS=/tmp/.pmidx-vm-module.syms
 kmemleak_init() {
 	[ -d /sys/kernel/debug ] && [ ! -e "$KMEMLEAK" ] &&
@@ -153,8 +159,8 @@ kmemleak_init() {
 kmemleak_start() {
 	[ -n "$KMEMLEAK" ] || return 0
 	echo clear >"$KMEMLEAK" 2>/dev/null
-	read -r KMEMLEAK_T0 _ </proc/uptime
-	mark "kmemleak: objects allocated from uptime $KMEMLEAK_T0 on are checked"
+	KMEMLEAK_J0=$(sed -n 's/^jiffies: *\([0-9]*\)$/\1/p' /proc/timer_list | head -n1)
+	mark "kmemleak: objects allocated from jiffies ${KMEMLEAK_J0:=0} on are checked"
 }
 
 kmemleak_syms() {
@@ -163,12 +169,12 @@ kmemleak_syms() {
 	awk 'NF == 4' /proc/kallsyms >"$KMEMLEAK_SYMS" 2>/dev/null
 }
 
-# stdin: kmemleak's report; stdout: the objects allocated after uptime $1,
-# addresses of the (unloaded) module resolved with the symbols in $2.
-kmemleak_filter() { # t0 symfile
+# stdin: kmemleak's report; stdout: the objects allocated from jiffies $1
+# on, addresses of (unloaded) modules resolved with the symbols in $2.
+kmemleak_filter() { # jiffies0 symfile
 	python3 -c '
 import re, sys
-t0 = float(sys.argv[1]); up = float(open("/proc/uptime").read().split()[0])
+j0 = int(sys.argv[1])
 syms = []
 try:
     for l in open(sys.argv[2]):
@@ -191,13 +197,13 @@ for l in sys.stdin.read().splitlines():
     if l.startswith("unreferenced object"):
         cur = [l]; blocks.append(cur)
     elif cur is not None:
-        m = re.match(r"(\s*\[<([0-9a-f]+)>\]) 0x[0-9a-f]+$", l)
+        m = re.match(r"(\s*\[<[0-9a-f]+>\]) 0x([0-9a-f]+)$", l)
         if m and name(int(m.group(2), 16)):
             l = "%s %s" % (m.group(1), name(int(m.group(2), 16)))
         cur.append(l)
 for b in blocks:
-    m = re.search(r"\(age ([0-9.]+)s\)", "\n".join(b))
-    if m and up - float(m.group(1)) < t0 - 0.5:
+    m = re.search(r", jiffies ([0-9]+)", "\n".join(b))
+    if m and int(m.group(1)) < j0:
         continue
     print("\n".join(b))
 ' "$1" "$2" 2>/dev/null
@@ -214,12 +220,12 @@ kmemleak_check() {
 		mark "kmemleak: no leaks"
 		return 0
 	fi
-	leaks=$(printf '%s\n' "$all" | kmemleak_filter "$KMEMLEAK_T0" "$KMEMLEAK_SYMS") ||
+	leaks=$(printf '%s\n' "$all" | kmemleak_filter "$KMEMLEAK_J0" "$KMEMLEAK_SYMS") ||
 		leaks=$all
 	n=$(printf '%s\n' "$all" | grep -c '^unreferenced object')
 	m=$(printf '%s\n' "$leaks" | grep -c '^unreferenced object')
 	[ "$m" -lt "$n" ] &&
-		mark "kmemleak: $((n - m)) unreferenced objects from before uptime $KMEMLEAK_T0 ignored"
+		mark "kmemleak: $((n - m)) unreferenced objects from before jiffies $KMEMLEAK_J0 ignored"
 	if [ "$m" = 0 ]; then
 		mark "kmemleak: no leaks"
 		return 0
@@ -252,6 +258,7 @@ run_cmd() {
 mark "stage 2"
 . "$run/job" || fail "cannot read $run/job"
 
+builtin_modules
 kmemleak_init
 setup_pmem
 kmemleak_start
