@@ -6,7 +6,7 @@
 
 pass=0 fail=0 n=0
 
-# ok STATUS NAME: record one test result
+# ok STATUS NAME: record one test result; true when it passed
 ok() {
 	n=$((n + 1))
 	if [ "$1" = 0 ]; then
@@ -14,6 +14,7 @@ ok() {
 	else
 		fail=$((fail + 1)); echo "not ok $n - $2"
 	fi
+	[ "$1" = 0 ]
 }
 
 # json FILE PYTHON-EXPR: true when EXPR holds with j = the parsed FILE

@@ -47,6 +47,7 @@ ok() { # STATUS NAME [# SKIP ...]
 	else
 		fail=$((fail + 1)); echo "not ok $n - $2"
 	fi
+	[ "$1" = 0 ]
 }
 
 skip() {
@@ -108,7 +109,8 @@ for cut in $CUTS; do
 	done
 	[ $r = 200 ] && [ -e "$OUT/r$round.started" ] &&
 		{ [ -z "$built" ] || [ $acked -gt 0 ]; }
-	ok $? "round $round: power cut after ${cut}s while writing (rc $r, $acked ops acknowledged)"
+	ok $? "round $round: power cut after ${cut}s while writing (rc $r, $acked ops acknowledged)" ||
+		sed 's/^/# /' "$OUT/r$round-write.out"
 
 	# --- recover, verify, then compare with a clean detach + attach ------
 	vm "r$round-verify" -- sh -c "$CTL attach /dev/pmem0 >/dev/null &&
@@ -127,7 +129,8 @@ for cut in $CUTS; do
 		$CTL stats --json > $OUT/r$round-clean2.json &&
 		$CTL detach pmidx0" >"$OUT/r$round-verify.out" 2>&1
 	r=$?
-	ok $r "round $round: attach with recovery, clean detach and re-attach (rc $r)"
+	ok $r "round $round: attach with recovery, clean detach and re-attach (rc $r)" ||
+		sed 's/^/# /' "$OUT/r$round-verify.out"
 	for e in $ENGINES; do
 		if [ -e "$OUT/$e.skip" ]; then
 			skip "round $round: $e: acknowledged ops after the cut" "$e not built in"

@@ -262,6 +262,8 @@ builtin_modules
 kmemleak_init
 setup_pmem
 kmemleak_start
+# pmidx code runs from here on (the host's boot watchdog stops here).
+ctl LOADING
 load_module
 
 cd "$repo" || fail "cd $repo"
