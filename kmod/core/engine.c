@@ -20,6 +20,7 @@ static const char *const engine_names[__PMIDX_ENGINE_MAX] = {
 static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	[PMIDX_ENGINE_CCL]	= &ccl_engine_ops,
 	[PMIDX_ENGINE_UTREE]	= &pmidx_utree_ops,
+	[PMIDX_ENGINE_B3]	= &pmidx_b3_ops,
 };
 
 /* Return: the engine's operations, or NULL when it is not built in. */

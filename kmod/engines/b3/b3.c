@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * B^3-tree engine (Cha et al., "B^3-Tree: Byte-Addressable Binary B-Tree
+ * for Persistent Memory", ACM TOS 16(3), 2020): operations.
+ *
+ * Get (Algorithm 2): lock-free descent to the leaf, BST search, the
+ * value read under no lock (a value word changes by one 8-byte store).
+ *
+ * Put (Algorithm 1), under the leaf's write lock:
+ *   new key: fill the next free slot (node with nil children), flush it
+ *     (flush 1), then store its index into the parent node's child word
+ *     (or the page's root word) and flush that (flush 2): the commit;
+ *   existing key, value that can change in place (blob to blob, or an
+ *     inline value of the same length): one 8-byte store of the value
+ *     word, flushed;
+ *   existing key otherwise: a copy of the node with the new value and
+ *     the same children in a free slot, flushed, then the parent's child
+ *     word repointed to it (2 flushes).
+ *   A value over 8 bytes is a blob written and persisted before, out of
+ *   the epoch section (§3.4.2); a key over 8 bytes too, when it is new.
+ *   A full page sends the writer to smo.c (defragmentation or split) and
+ *   back.
+ * Delete (§3.2.3 for leaves): a node with at most one child: its parent's
+ *   child word := that child (one store). With two children: a copy of
+ *   its successor S with the deleted node's children goes into a free
+ *   slot, the parent's word is repointed to the copy (the commit), then
+ *   S's parent word skips S. Until that last store S is a shadow: a
+ *   second node with the copy's key, below it, which every search meets
+ *   second and every in-order walk skips (page.c). A crash may leave it;
+ *   the page's next copy-on-write drops it.
+ * Scan: leaf by leaf, each page's live nodes in key order (an in-order
+ *   walk of its BST), then on at the low key of the sibling through a new
+ *   descent, so a page replaced meanwhile is never followed.
+ */
+#include <linux/errno.h>
+#include <linux/log2.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "b3.h"
+
+/* ---- sections ---------------------------------------------------------- */
+
+static void writer_enter(struct b3 *t)
+{
+	for (;;) {
+		pmidx_epoch_enter(&t->pool->epoch);
+		if (likely(!READ_ONCE(t->frozen)))
+			return;
+		pmidx_epoch_exit(&t->pool->epoch);
+		mutex_lock(&t->gate);
+		mutex_unlock(&t->gate);
+	}
+}
+
+/*
+ * Run @fn under the SMO mutex. Called and returns inside a writer
+ * section; leaves it meanwhile (the mutex sleeps), holding no page lock.
+ */
+static int smo_call(struct b3 *t, const struct b3_key *k,
+		    int (*fn)(struct b3 *t, const struct b3_key *k))
+{
+	int ret;
+
+	pmidx_epoch_exit(&t->pool->epoch);
+	mutex_lock(&t->smo);
+	writer_enter(t);
+	ret = fn(t, k);
+	pmidx_epoch_exit(&t->pool->epoch);
+	mutex_unlock(&t->smo);
+	cond_resched();
+	writer_enter(t);
+	return ret;
+}
+
+/* Is @k still below the sibling's low key (the locked page is its page)? */
+static bool in_page(struct b3 *t, struct b3_page *p, const struct b3_key *k)
+{
+	u64 sib = b3_ld(&p->sibling);
+	struct b3_key lk;
+
+	if (!sib)
+		return true;
+	lk = b3_low(b3_pg(t, sib));
+	return b3_cmp(k, &lk) < 0;
+}
+
+/*
+ * The locked leaf of @k for a writer.
+ * Return: the page, or NULL with *ret: 1 (empty index), < 0 an error.
+ */
+static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
+				   bool *moved, int *ret)
+{
+	struct b3_page *p;
+
+	for (;;) {
+		p = b3_find_leaf(t, k, ret, moved);
+		if (!p) {
+			if (!*ret)
+				*ret = 1;
+			return NULL;
+		}
+		*ret = b3_lock(t, p);
+		if (*ret == -EAGAIN) {
+			cpu_relax();
+			continue;	/* replaced meanwhile */
+		}
+		if (*ret)
+			return NULL;
+		if (in_page(t, p, k))
+			return p;
+		b3_unlock(t, p);	/* split meanwhile: move on */
+	}
+}
+
+/* ---- get ----------------------------------------------------------------- */
+
+/* The value of @n into @dst (its one copy, machine-check safe for blobs) */
+static int read_val(struct b3 *t, const struct b3_lnode *n, u8 *dst, u32 cap,
+		    u32 *len)
+{
+	u32 meta = le32_to_cpu(READ_ONCE(n->meta));
+	__le64 vw = READ_ONCE(n->val);
+
+	if (meta & B3_M_VBLOB)
+		return pmidx_blob_read(t->pool, le64_to_cpu(vw), dst, cap, len);
+	*len = b3_meta_vlen(meta);
+	if (*len > B3_INLINE_MAX)
+		return -EUCLEAN;
+	memcpy(dst, &vw, min(cap, *len));
+	return 0;
+}
+
+static int b3_get(struct pmidx_index *idx, const u8 *key, u32 klen, u8 *val,
+		  u32 *vlen)
+{
+	struct b3 *t = idx->priv;
+	struct b3_key k = { key, klen };
+	struct b3_lpos pos;
+	struct b3_page *p;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_get);
+	pmidx_epoch_enter(&t->pool->epoch);
+	p = b3_find_leaf(t, &k, &ret, NULL);
+	if (!p) {
+		ret = ret ?: -ENOENT;
+		goto out;
+	}
+	ret = b3_leaf_find(t, p, &k, &pos);
+	if (!ret && pos.slot < 0)
+		ret = -ENOENT;
+	if (!ret)
+		ret = read_val(t, &p->l[pos.slot], val, *vlen, vlen);
+out:
+	pmidx_epoch_exit(&t->pool->epoch);
+	return ret;
+}
+
+/* ---- put ----------------------------------------------------------------- */
+
+struct put_ctx {
+	__le64	vword;		/* the value word to store */
+	u32	vlen;
+	u64	vblob;		/* our value blob, not linked yet */
+	u64	kblob;		/* our key blob, not linked yet */
+	u64	old_blob;	/* to retire once the put is done */
+};
+
+static void node_fill(struct b3_lnode *n, __le64 kw, __le64 vw, u32 meta,
+		      __le32 left, __le32 right)
+{
+	n->key = kw;
+	n->val = vw;
+	n->left = left;
+	n->right = right;
+	n->meta = cpu_to_le32(meta);
+	n->check = cpu_to_le32(b3_node_check(le64_to_cpu(kw), meta));
+}
+
+/*
+ * Put into locked leaf @p.
+ * Return: 0, -EEXIST, 1 when the page has no free slot, < 0 an error.
+ */
+static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
+		    struct put_ctx *pc, u32 flags)
+{
+	u32 u = b3_used(p), live = b3_live(p), meta;
+	bool vblob = pc->vlen > B3_INLINE_MAX;
+	struct b3_lnode *n, *nn;
+	struct b3_lpos pos;
+	__le64 kw = 0;
+	int ret;
+
+	ret = b3_leaf_find(t, p, k, &pos);
+	if (ret)
+		return ret;
+	if (pos.slot >= 0) {
+		if (flags & PMIDX_PUT_INSERT)
+			return -EEXIST;
+		n = &p->l[pos.slot];
+		meta = le32_to_cpu(n->meta);
+		if ((meta & B3_M_VBLOB) ? vblob :
+		    !vblob && b3_meta_vlen(meta) == pc->vlen) {
+			/* in place: one 8-byte store, after the blob's bytes */
+			if (meta & B3_M_VBLOB)
+				pc->old_blob = le64_to_cpu(n->val);
+			smp_store_release(&n->val, pc->vword);
+			pmidx_persist(t->pm, &n->val, sizeof(n->val));
+			pc->vblob = 0;
+			return 0;
+		}
+		if (u >= B3_SLOTS)
+			return 1;
+		nn = &p->l[u];
+		node_fill(nn, n->key, pc->vword,
+			  b3_meta_make(k->len, pc->vlen, meta & B3_M_KBLOB, vblob),
+			  cpu_to_le32(b3_ld32(&n->left)),
+			  cpu_to_le32(b3_ld32(&n->right)));
+		pmidx_persist(t->pm, nn, sizeof(*nn));
+		b3_set_cnt(p, u + 1, live);
+		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);
+		if (meta & B3_M_VBLOB)
+			pc->old_blob = le64_to_cpu(n->val);
+		pc->vblob = 0;
+		return 0;
+	}
+	if (u >= B3_SLOTS)
+		return 1;
+	if (k->len > B3_INLINE_MAX) {
+		if (!pc->kblob)
+			pc->kblob = b3_blob_write(t, k->p, k->len);
+		if (!pc->kblob)
+			return -ENOSPC;
+		kw = cpu_to_le64(pc->kblob);
+	} else {
+		memcpy(&kw, k->p, k->len);
+	}
+	nn = &p->l[u];
+	node_fill(nn, kw, pc->vword,
+		  b3_meta_make(k->len, pc->vlen, k->len > B3_INLINE_MAX, vblob),
+		  0, 0);
+	pmidx_persist(t->pm, nn, sizeof(*nn));			/* flush 1 */
+	b3_set_cnt(p, u + 1, live + 1);
+	b3_leaf_link(t, p, pos.parent, pos.right, u + 1);	/* flush 2 */
+	this_cpu_inc(t->pcpu->keys);
+	pc->kblob = 0;
+	pc->vblob = 0;
+	return 0;
+}
+
+static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
+		  const u8 *val, u32 vlen, u32 flags)
+{
+	struct b3 *t = idx->priv;
+	struct b3_key k = { key, klen };
+	struct put_ctx pc = { .vlen = vlen };
+	bool moved = false;
+	struct b3_page *p;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_put);
+	if (vlen > B3_INLINE_MAX) {
+		/* the big copy and its flushes happen outside the section */
+		pc.vblob = b3_blob_write(t, val, vlen);
+		if (!pc.vblob)
+			return -ENOSPC;
+		pc.vword = cpu_to_le64(pc.vblob);
+	} else {
+		memcpy(&pc.vword, val, vlen);
+	}
+	writer_enter(t);
+	for (;;) {
+		p = writer_leaf(t, &k, &moved, &ret);
+		if (p) {
+			ret = leaf_put(t, p, &k, &pc, flags);
+			b3_unlock(t, p);
+		}
+		if (ret != 1)
+			break;
+		ret = smo_call(t, &k, b3_make_room);
+		if (ret)
+			break;
+	}
+	if (moved)	/* a half-done SMO was on our way: finish it */
+		smo_call(t, &k, b3_fix);
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (pc.kblob)
+		b3_blob_free(t, pc.kblob);
+	if (pc.vblob)
+		b3_blob_free(t, pc.vblob);
+	if (pc.old_blob)
+		b3_blob_retire(t, pc.old_blob);
+	return ret;
+}
+
+/* ---- delete -------------------------------------------------------------- */
+
+struct del_ctx {
+	__le64	kw, vw;		/* the deleted node's words */
+	u32	meta;
+	u32	live;		/* nodes left in the page */
+};
+
+/*
+ * Delete from locked leaf @p.
+ * Return: 0, -ENOENT, 1 when a free slot is needed and there is none.
+ */
+static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
+		    struct del_ctx *dc)
+{
+	u32 u = b3_used(p), live = b3_live(p), l, r, w, s, n = 0;
+	struct b3_lnode *d, *nn;
+	struct b3_lpos pos;
+	int sp = -1, ret;
+
+	ret = b3_leaf_find(t, p, k, &pos);
+	if (ret)
+		return ret;
+	if (pos.slot < 0)
+		return -ENOENT;
+	d = &p->l[pos.slot];
+	l = b3_ld32(&d->left);
+	r = b3_ld32(&d->right);
+	if (!l || !r) {
+		b3_leaf_link(t, p, pos.parent, pos.right, l ?: r);
+		live--;
+	} else {
+		if (u >= B3_SLOTS)
+			return 1;
+		/* S: the successor, leftmost below the right child */
+		s = r - 1;
+		while ((w = b3_ld32(&p->l[s].left))) {
+			if (!b3_w_is_slot(w) || ++n > B3_SLOTS)
+				return -EUCLEAN;
+			sp = s;
+			s = w - 1;
+		}
+		nn = &p->l[u];
+		node_fill(nn, p->l[s].key, READ_ONCE(p->l[s].val),
+			  le32_to_cpu(p->l[s].meta), cpu_to_le32(l),
+			  cpu_to_le32(sp < 0 ? b3_ld32(&p->l[s].right) : r));
+		pmidx_persist(t->pm, nn, sizeof(*nn));
+		b3_set_cnt(p, u + 1, live);
+		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);  /* commit */
+		if (sp >= 0)	/* S is a shadow until this store */
+			b3_leaf_link(t, p, sp, false, b3_ld32(&p->l[s].right));
+		live--;
+		b3_set_cnt(p, u + 1, live);
+	}
+	b3_set_cnt(p, b3_used(p), live);
+	dc->kw = d->key;
+	dc->vw = d->val;
+	dc->meta = le32_to_cpu(d->meta);
+	dc->live = live;
+	this_cpu_dec(t->pcpu->keys);
+	return 0;
+}
+
+static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+{
+	struct b3 *t = idx->priv;
+	struct b3_key k = { key, klen };
+	struct del_ctx dc = {};
+	bool moved = false, root = false;
+	struct b3_page *p;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_del);
+	writer_enter(t);
+	for (;;) {
+		p = writer_leaf(t, &k, &moved, &ret);
+		if (!p) {
+			if (ret == 1)
+				ret = -ENOENT;
+			break;
+		}
+		root = b3_pgoff(t, p) == b3_ld(&t->root->top);
+		ret = leaf_del(t, p, &k, &dc);
+		b3_unlock(t, p);
+		if (ret != 1)
+			break;
+		ret = smo_call(t, &k, b3_make_room);
+		if (ret)
+			break;
+	}
+	if (!ret && !root &&
+	    (dc.live == B3_MERGE_UNDER - 1 || !dc.live))
+		smo_call(t, &k, b3_try_merge);
+	else if (moved)
+		smo_call(t, &k, b3_fix);
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (!ret) {
+		if (dc.meta & B3_M_KBLOB)
+			b3_blob_retire(t, le64_to_cpu(dc.kw));
+		if (dc.meta & B3_M_VBLOB)
+			b3_blob_retire(t, le64_to_cpu(dc.vw));
+	}
+	return ret;
+}
+
+/* ---- scan ---------------------------------------------------------------- */
+
+/*
+ * Where the scan goes on (@cur, inclusive with @incl), the record handed
+ * to the sink (key and value copied out of pmem machine-check safe), and
+ * the page's nodes in order.
+ */
+struct b3_scan_state {
+	u8	cur[PMIDX_KEY_MAX + 1];
+	u32	curlen;
+	bool	incl;
+	u8	kbuf[PMIDX_KEY_MAX + 1];
+	u8	*val;
+	u32	vcap;
+	u32	need;		/* value length that did not fit */
+	u8	slots[B3_SLOTS];
+	u8	vinit[512];
+};
+
+static int scan_grow(struct b3_scan_state *st, u32 len)
+{
+	u32 cap = roundup_pow_of_two(len);
+	u8 *p = kvmalloc(cap, GFP_KERNEL);
+
+	if (!p)
+		return -ENOMEM;
+	if (st->val != st->vinit)
+		kvfree(st->val);
+	st->val = p;
+	st->vcap = cap;
+	return 0;
+}
+
+static int scan_key(struct b3 *t, const struct b3_lnode *n, u8 *buf, u32 *len)
+{
+	u32 meta = le32_to_cpu(READ_ONCE(n->meta));
+	__le64 kw = READ_ONCE(n->key);
+	u32 bl;
+	int ret;
+
+	*len = b3_meta_klen(meta);
+	if (!(meta & B3_M_KBLOB)) {
+		if (*len > B3_INLINE_MAX)
+			return -EUCLEAN;
+		memcpy(buf, &kw, *len);
+		return 0;
+	}
+	ret = pmidx_blob_read(t->pool, le64_to_cpu(kw), buf, PMIDX_KEY_MAX, &bl);
+	if (ret)
+		return ret;
+	return bl == *len ? 0 : -EUCLEAN;
+}
+
+/*
+ * Emit the records of leaf @p from st->cur on. Return: 0 go on with the
+ * next page, 1 done (the sink, the end key), 2 value too big (st->cur is
+ * the key to resume at), < 0 an error.
+ */
+static int scan_page(struct b3 *t, struct b3_page *p, struct b3_scan_state *st,
+		     const u8 *end, u32 end_len, struct pmidx_scan_sink *sink)
+{
+	struct b3_key cur = { st->cur, st->curlen }, nk;
+	const struct b3_lnode *n;
+	u32 klen, vlen;
+	int i, cnt, c, ret;
+
+	cnt = b3_leaf_inorder(t, p, st->slots);
+	if (cnt < 0)
+		return cnt;
+	for (i = 0; i < cnt; i++) {
+		n = &p->l[st->slots[i]];
+		nk = b3_node_key(t, &n->key, le32_to_cpu(READ_ONCE(n->meta)));
+		c = b3_cmp(&nk, &cur);
+		if (c < 0 || (!c && !st->incl))
+			continue;
+		/* the key's one copy (a media error ends the scan, README) */
+		ret = scan_key(t, n, st->kbuf, &klen);
+		if (ret)
+			return ret;
+		if (end_len && pmidx_key_cmp(st->kbuf, klen, end, end_len) >= 0)
+			return 1;
+		ret = read_val(t, n, st->val, st->vcap, &vlen);
+		if (ret)
+			return ret;
+		memcpy(st->cur, st->kbuf, klen);
+		st->curlen = klen;
+		if (vlen > st->vcap) {
+			st->need = vlen;
+			st->incl = true;
+			return 2;
+		}
+		st->incl = false;
+		ret = sink->emit(sink, st->kbuf, klen, st->val, vlen);
+		if (ret)
+			return ret < 0 ? ret : 1;
+	}
+	return 0;
+}
+
+static int b3_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
+		   bool after, const u8 *end, u32 end_len,
+		   struct pmidx_scan_sink *sink)
+{
+	struct b3 *t = idx->priv;
+	struct b3_scan_state *st;
+	struct b3_key cur, lk;
+	struct b3_page *p;
+	u64 sib;
+	int ret;
+
+	this_cpu_inc(t->pcpu->ops_scan);
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	st->val = st->vinit;
+	st->vcap = sizeof(st->vinit);
+	memcpy(st->cur, start, start_len);
+	st->curlen = start_len;
+	st->incl = !after;
+	pmidx_epoch_enter(&t->pool->epoch);
+	for (;;) {
+		cur.p = st->cur;
+		cur.len = st->curlen;
+		p = b3_find_leaf(t, &cur, &ret, NULL);
+		if (!p)
+			break;
+		ret = scan_page(t, p, st, end, end_len, sink);
+		if (ret == 2) {
+			/* a bigger buffer, then back to this key */
+			pmidx_epoch_exit(&t->pool->epoch);
+			ret = scan_grow(st, st->need);
+			pmidx_epoch_enter(&t->pool->epoch);
+			if (ret)
+				break;
+			continue;
+		}
+		if (ret)
+			break;
+		/* on at the sibling's low key, through a new descent */
+		sib = b3_ld(&p->sibling);
+		if (!sib)
+			break;
+		lk = b3_low(b3_pg(t, sib));
+		cur.len = st->curlen;
+		if (b3_cmp(&lk, &cur) < 0 || (!st->incl && !b3_cmp(&lk, &cur))) {
+			ret = -EUCLEAN;
+			break;
+		}
+		memcpy(st->cur, lk.p, lk.len);
+		st->curlen = lk.len;
+		st->incl = true;
+		pmidx_epoch_exit(&t->pool->epoch);
+		cond_resched();
+		pmidx_epoch_enter(&t->pool->epoch);
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (st->val != st->vinit)
+		kvfree(st->val);
+	kfree(st);
+	return min(ret, 0);
+}
+
+/* ---- check / stats ------------------------------------------------------- */
+
+static int b3_check_op(struct pmidx_index *idx, u64 *keys, const char **why)
+{
+	return b3_check(idx->priv, keys, why);
+}
+
+static void b3_stats(struct pmidx_index *idx, struct pmidx_stats *s)
+{
+	struct b3 *t = idx->priv;
+	struct b3_pcpu sum = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct b3_pcpu *c = per_cpu_ptr(t->pcpu, cpu);
+
+		sum.ops_get += READ_ONCE(c->ops_get);
+		sum.ops_put += READ_ONCE(c->ops_put);
+		sum.ops_del += READ_ONCE(c->ops_del);
+		sum.ops_scan += READ_ONCE(c->ops_scan);
+		sum.keys += READ_ONCE(c->keys);
+		sum.pages += READ_ONCE(c->pages);
+		sum.blob_bytes += READ_ONCE(c->blob_bytes);
+	}
+	pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, sum.keys, 0));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_GET, sum.ops_get);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, sum.ops_put);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, sum.ops_del);
+	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, sum.ops_scan);
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE +
+		       max_t(s64, sum.pages, 0) * B3_PAGE_SIZE +
+		       max_t(s64, sum.blob_bytes, 0));
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx) + sizeof(*t) +
+		       sizeof(struct b3_scratch) +
+		       num_possible_cpus() * sizeof(struct b3_pcpu));
+}
+
+s64 b3_sum_keys(struct b3 *t)
+{
+	s64 keys = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		keys += READ_ONCE(per_cpu_ptr(t->pcpu, cpu)->keys);
+	return keys;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void b3_teardown(struct b3 *t)
+{
+	free_percpu(t->pcpu);
+	kvfree(t->scr);
+	mutex_destroy(&t->smo);
+	mutex_destroy(&t->gate);
+	kfree(t);
+}
+
+static int b3_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
+{
+	struct pmidx_pool *pool = idx->pool;
+	struct b3 *t;
+	int ret;
+
+	b3_format_static_checks();
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	t->idx = idx;
+	t->pool = pool;
+	t->pm = &pool->pm;
+	t->root_off = idx->root;
+	t->root = pmidx_ptr(t->pm, idx->root);
+	mutex_init(&t->smo);
+	mutex_init(&t->gate);
+	t->pcpu = alloc_percpu(struct b3_pcpu);
+	t->scr = kvzalloc(sizeof(*t->scr), GFP_KERNEL);
+	ret = t->pcpu && t->scr ? b3_recover(t, rc) : -ENOMEM;
+	if (ret) {
+		b3_teardown(t);
+		return ret;
+	}
+	idx->priv = t;
+	return 0;
+}
+
+/*
+ * Detach: nothing to save but the counters (every page is already where
+ * it belongs, §3.1: no rebuild at the next attach). Our retired pages and
+ * blobs come back first: their epoch callbacks are the pool's.
+ */
+static void b3_close(struct pmidx_index *idx, bool clean)
+{
+	struct b3 *t = idx->priv;
+	struct b3_pcpu sum = {};
+	int cpu;
+
+	if (!t)
+		return;
+	pmidx_epoch_barrier(&t->pool->epoch);
+	if (clean) {
+		for_each_possible_cpu(cpu) {
+			struct b3_pcpu *c = per_cpu_ptr(t->pcpu, cpu);
+
+			sum.keys += c->keys;
+			sum.pages += c->pages;
+			sum.blob_bytes += c->blob_bytes;
+		}
+		t->root->keys = cpu_to_le64(max_t(s64, sum.keys, 0));
+		t->root->pages = cpu_to_le64(max_t(s64, sum.pages, 0));
+		t->root->blob_bytes = cpu_to_le64(max_t(s64, sum.blob_bytes, 0));
+		pmidx_persist(t->pm, t->root, sizeof(*t->root));
+		/* only once the counters are durable */
+		pmidx_store64_persist(t->pm, &t->root->saved, 1);
+	}
+	b3_teardown(t);
+	idx->priv = NULL;
+}
+
+static int free_cb(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	pmidx_free(&t->pool->alloc, off);
+	return 0;
+}
+
+/* Drop-index: free every page and every blob a live node owns. */
+static void b3_destroy(struct pmidx_index *idx)
+{
+	struct b3 *t = idx->priv;
+	struct b3_walk w = { .page = free_cb, .blob = free_cb };
+
+	pmidx_epoch_barrier(&t->pool->epoch);
+	if (b3_walk(t, &w))
+		pr_warn("pmidx: index %s: b3 drop stopped at a corrupt page (%s); the rest leaks\n",
+			idx->name, w.why ?: "?");
+	b3_teardown(t);
+	idx->priv = NULL;
+}
+
+const struct pmidx_engine_ops pmidx_b3_ops = {
+	.id		= PMIDX_ENGINE_B3,
+	.name		= "b3",
+	.open		= b3_open,
+	.close		= b3_close,
+	.destroy	= b3_destroy,
+	.get		= b3_get,
+	.put		= b3_put,
+	.del		= b3_del,
+	.scan		= b3_scan,
+	.check		= b3_check_op,
+	.stats		= b3_stats,
+};

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * B^3-tree engine: DRAM state and the interfaces between its files.
+ *
+ *   format.h    on-media layout (pages, BST nodes, child words, root)
+ *   page.c      one page: keys, the lock word, BST search and in-order
+ *               walks, building a page as a complete BST (copy-on-write)
+ *   tree.c      descents from the root: lock-free for readers, with the
+ *               path and the transient states for writers
+ *   smo.c       structure modifications: split, merge, defragmentation,
+ *               root growth, and the lazy repair of half-done ones
+ *   walk.c      the one walk over every reachable object (recovery marks,
+ *               drop-index frees, counts)
+ *   check.c     the structural checker and the writer gate it uses
+ *   b3.c        get/put/del/scan/stats and the ops table
+ *
+ * Concurrency (paper §3.5). Every operation runs inside a pool epoch
+ * section (preemption off). Readers take no lock at all: every store a
+ * writer makes keeps the index consistent (format.h), child words are
+ * published with a release store after the node they name is written,
+ * and pages and blobs are freed through the epochs (§3.5.1), so a reader
+ * holding a stale offset still reads a frozen, consistent page.
+ *
+ * Writers take the write lock of the one leaf page they change (its lock
+ * word). Anything that replaces a page or writes an internal page is a
+ * structure modification (SMO) and runs under @smo; an SMO then locks the
+ * leaves it replaces, left to right, and marks them DEAD before it
+ * unlocks them, which sends writers waiting on them back to the root.
+ *
+ * Lock order: @gate (checker) -> @smo -> epoch section -> leaf page locks
+ * (left to right; a writer outside an SMO holds at most one) -> pool
+ * allocator locks. No leaf lock is held while waiting for @smo.
+ */
+#ifndef _PMIDX_B3_H
+#define _PMIDX_B3_H
+
+#include <linux/atomic.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/types.h>
+#include "core/engine.h"
+#include "core/pool.h"
+#include "format.h"
+
+/* ---- tunables --------------------------------------------------------- */
+
+/* a full page with at most this many live nodes is defragmented, not split */
+#define B3_DEFRAG_MAX		(B3_SLOTS - B3_SLOTS / 4)
+/* a leaf with fewer live keys after a delete tries to merge (§3.3.3) */
+#define B3_MERGE_UNDER		(B3_SLOTS / 4)
+/* ... with a neighbour when both fit in this many */
+#define B3_MERGE_MAX		(B3_SLOTS / 2)
+#define B3_MOVES_MAX		(1U << 20)	/* sibling moves: a cycle */
+
+struct b3_pcpu {
+	u64	ops_get, ops_put, ops_del, ops_scan;
+	s64	keys;
+	s64	pages;
+	s64	blob_bytes;
+	u64	splits, merges, defrags, repairs, root_splits;
+};
+
+/* Working space of the one SMO running (under b3.smo). */
+struct b3_scratch;
+
+/**
+ * struct b3 - one open B^3-tree index
+ * @root:   the pmem root (struct b3_root inside idx->root)
+ * @gen:    this open's generation, stamped into lock words
+ * @smo:    serialises structure modifications (and so every internal
+ *          page write); sleeps, so it is taken outside epoch sections
+ * @gate:   held by the checker; with @frozen it keeps writers out
+ */
+struct b3 {
+	struct pmidx_index	*idx;
+	struct pmidx_pool	*pool;
+	struct pmidx_pmem	*pm;
+	struct b3_root		*root;
+	u64			root_off;
+	u32			gen;
+	struct mutex		smo;
+	struct mutex		gate;
+	bool			frozen;
+	struct b3_scratch	*scr;
+	struct b3_pcpu __percpu	*pcpu;
+};
+
+/* A search key. */
+struct b3_key {
+	const u8	*p;
+	u32		len;
+};
+
+/*
+ * Where a child word lives: the index root's @top (@pg NULL), a page's
+ * root word (@slot -1), or the left/right word of node @slot of @pg.
+ */
+struct b3_ref {
+	struct b3_page	*pg;
+	int		slot;
+	bool		right;
+};
+
+/*
+ * A writer's descent: per level, the page reached, the child word that
+ * led there and the low bound of that word's range. @transient: the page
+ * of the word was not the page of the range (a move right was needed, or
+ * the page's low key differs from the range's): a half-done SMO.
+ */
+struct b3_step {
+	struct b3_page	*pg;
+	struct b3_ref	ref;
+	struct b3_ref	gref;		/* the word naming @ref's node */
+	struct b3_key	lo;
+	struct b3_key	hi;		/* @hi.p NULL: plus infinity */
+	bool		transient;
+};
+
+struct b3_path {
+	int		top;		/* level of the root page */
+	int		bad;		/* highest transient level, -1: none */
+	struct b3_step	lv[B3_MAX_LEVEL];
+};
+
+/* A leaf search result: the node (slot or -1) and the word naming it. */
+struct b3_lpos {
+	int		slot;
+	int		parent;		/* -1: the page root word */
+	bool		right;
+};
+
+struct b3_scratch {
+	struct b3_path	path;
+	struct b3_lnode	ln[2 * B3_SLOTS];
+	struct b3_inode	in[B3_SLOTS];
+	u64		child[B3_SLOTS + 1];
+	u8		slots[B3_SLOTS];
+};
+
+/* ---- page.c ------------------------------------------------------------- */
+
+static inline struct b3_page *b3_pg(const struct b3 *t, u64 off)
+{
+	return pmidx_ptr(t->pm, off);
+}
+
+static inline u64 b3_pgoff(const struct b3 *t, const struct b3_page *p)
+{
+	return pmidx_off(t->pm, p);
+}
+
+/* Load a child word; acquire: the node or page it names is read after. */
+static inline u64 b3_ld(const __le64 *w)
+{
+	return le64_to_cpu(smp_load_acquire(w));
+}
+
+static inline u32 b3_ld32(const __le32 *w)
+{
+	return le32_to_cpu(smp_load_acquire(w));
+}
+
+static inline struct b3_key b3_low(const struct b3_page *p)
+{
+	struct b3_key k = { p->low, p->lowlen };
+
+	return k;
+}
+
+static inline int b3_cmp(const struct b3_key *a, const struct b3_key *b)
+{
+	return pmidx_key_cmp(a->p, a->len, b->p, b->len);
+}
+
+bool b3_page_ok(const struct b3 *t, u64 off);
+u32 b3_page_crc(const struct b3_page *p);
+struct b3_key b3_node_key(const struct b3 *t, const __le64 *kw, u32 meta);
+int b3_lock(struct b3 *t, struct b3_page *p);
+void b3_unlock(struct b3 *t, struct b3_page *p);
+void b3_kill(struct b3 *t, struct b3_page *p);
+u32 b3_used(const struct b3_page *p);
+u32 b3_live(const struct b3_page *p);
+void b3_set_cnt(struct b3_page *p, u32 used, u32 live);
+int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
+		 const struct b3_key *k, struct b3_lpos *pos);
+int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots);
+int b3_inner_inorder(const struct b3 *t, const struct b3_page *p,
+		     u64 *child, u8 *sep);
+int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
+	     u32 *live);
+void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
+		  u32 val);
+u64 b3_blob_write(struct b3 *t, const void *data, u32 len);
+void b3_blob_free(struct b3 *t, u64 off);
+void b3_blob_retire(struct b3 *t, u64 off);
+__le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r);
+void b3_commit(struct b3 *t, __le64 *w, u64 val);
+u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low);
+void b3_page_retire(struct b3 *t, u64 off);
+void b3_build_leaf(struct b3 *t, struct b3_page *dst, const struct b3_lnode *src,
+		   u32 n);
+void b3_build_inner(struct b3 *t, struct b3_page *dst, const u64 *child,
+		    const struct b3_inode *sep, u32 n);
+int b3_sep_make(struct b3 *t, struct b3_inode *n, const struct b3_key *k,
+		u64 left, u64 right);
+void b3_sep_free(struct b3 *t, const struct b3_inode *n, bool now);
+
+/* ---- tree.c ------------------------------------------------------------- */
+
+struct b3_page *b3_find_leaf(struct b3 *t, const struct b3_key *k, int *err,
+			     bool *moved);
+int b3_descend(struct b3 *t, const struct b3_key *k, int level,
+	       struct b3_path *path);
+struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p);
+
+/* ---- smo.c -------------------------------------------------------------- */
+
+int b3_make_room(struct b3 *t, const struct b3_key *k);
+int b3_fix(struct b3 *t, const struct b3_key *k);
+int b3_try_merge(struct b3 *t, const struct b3_key *k);
+
+/* ---- walk.c ------------------------------------------------------------- */
+
+/**
+ * struct b3_walk - what to do with every reachable object
+ * @page:  each page once (level chains), NULL to skip
+ * @blob:  each blob a reachable node owns, once
+ */
+struct b3_walk {
+	int	(*page)(struct b3 *t, struct b3_walk *w, u64 off);
+	int	(*blob)(struct b3 *t, struct b3_walk *w, u64 off);
+	void	*ctx;
+	u64	pages, keys, blobs, blob_bytes;
+	bool	validate;	/* check every object before following it */
+	const char *why;
+};
+
+int b3_walk(struct b3 *t, struct b3_walk *w);
+int b3_recover(struct b3 *t, const struct pmidx_recover *rc);
+
+/* ---- b3.c ---- */
+
+s64 b3_sum_keys(struct b3 *t);
+
+/* ---- check.c ------------------------------------------------------------ */
+
+void b3_freeze(struct b3 *t);
+void b3_thaw(struct b3 *t);
+int b3_check(struct b3 *t, u64 *keys, const char **why);
+
+#endif /* _PMIDX_B3_H */

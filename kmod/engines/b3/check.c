@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * B^3-tree structural checker (PMIDX_OP_CHECK).
+ *
+ * Runs online: writers are held at their entry gate while it runs (they
+ * have nothing half done then: an SMO runs inside one writer section),
+ * readers go on. Through b3_walk() with validation it checks
+ *   - every level: pages of the index (magic, owner, crc, allocator
+ *     object of the page size), on the right level, low keys strictly
+ *     rising along the sibling chain from an empty first low key;
+ *   - every page's BST: acyclic, child words naming slots or pages of the
+ *     level below, nodes with valid meta and check words, keys strictly
+ *     rising in order and inside [low(page), low(sibling)), children
+ *     starting at or below their separator (a leftover of a half-done SMO
+ *     is a healthy state: its child word names a page to the left);
+ *   - ownership: no page or blob referenced twice, each allocated, each
+ *     blob well formed with its key's length;
+ *   - the count: live keys against the per-CPU key counters.
+ */
+#include <linux/errno.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include "core/alloc.h"
+#include "core/blob.h"
+#include "b3.h"
+
+/**
+ * b3_freeze - hold new writers off and wait for running ones
+ *
+ * A writer announces its epoch section, then reads @frozen (full barrier
+ * in between); we set @frozen, then wait for every section running now
+ * to end. So no writer runs after this returns, and none starts before
+ * b3_thaw().
+ *
+ * Context: process context, may sleep; not inside a section.
+ */
+void b3_freeze(struct b3 *t)
+{
+	mutex_lock(&t->gate);
+	WRITE_ONCE(t->frozen, true);
+	/* pairs with the one in pmidx_epoch_enter() */
+	smp_mb();
+	pmidx_epoch_barrier(&t->pool->epoch);
+}
+
+void b3_thaw(struct b3 *t)
+{
+	WRITE_ONCE(t->frozen, false);
+	mutex_unlock(&t->gate);
+}
+
+struct refs {
+	u64	*off;
+	u64	n, cap;
+};
+
+static int refs_add(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	struct refs *r = w->ctx;
+	u64 *p;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 1024;
+		p = kvmalloc_array(r->cap, sizeof(*p), GFP_KERNEL);
+		if (!p) {
+			w->why = "out of memory";
+			return -ENOMEM;
+		}
+		if (r->n)
+			memcpy(p, r->off, r->n * sizeof(*p));
+		kvfree(r->off);
+		r->off = p;
+	}
+	r->off[r->n++] = off;
+	return 0;
+}
+
+static int add_page(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	if (!pmidx_alloc_valid(&t->pool->alloc, off, B3_PAGE_SIZE)) {
+		w->why = "page not allocated";
+		return -EUCLEAN;
+	}
+	return refs_add(t, w, off);
+}
+
+static int add_blob(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	u32 len;
+
+	if (!pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
+	    pmidx_blob_read_len(t->pool, off, &len) ||
+	    !pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob) + len)) {
+		w->why = "blob not allocated or malformed";
+		return -EUCLEAN;
+	}
+	return refs_add(t, w, off);
+}
+
+static void sift(u64 *a, u64 i, u64 n)
+{
+	u64 c, x;
+
+	for (; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && a[c + 1] > a[c])
+			c++;
+		if (a[i] >= a[c])
+			return;
+		x = a[i];
+		a[i] = a[c];
+		a[c] = x;
+	}
+}
+
+/* Heapsort the references (no recursion, no extra memory); any dup? */
+static bool has_dup(u64 *a, u64 n)
+{
+	u64 i, x;
+
+	for (i = n / 2; i-- > 0;)
+		sift(a, i, n);
+	for (i = n; i-- > 1;) {
+		x = a[0];
+		a[0] = a[i];
+		a[i] = x;
+		sift(a, 0, i);
+	}
+	for (i = 1; i < n; i++)
+		if (a[i] == a[i - 1])
+			return true;
+	return false;
+}
+
+int b3_check(struct b3 *t, u64 *keys, const char **why)
+{
+	struct refs r = {};
+	struct b3_walk w = {
+		.page = add_page, .blob = add_blob, .ctx = &r, .validate = true,
+	};
+	s64 counted;
+	int ret;
+
+	b3_freeze(t);
+	ret = b3_walk(t, &w);
+	if (!ret && has_dup(r.off, r.n)) {
+		w.why = "object referenced twice";
+		ret = -EUCLEAN;
+	}
+	counted = b3_sum_keys(t);
+	if (!ret && counted != (s64)w.keys) {
+		w.why = "key counter disagrees with the leaves";
+		ret = -EUCLEAN;
+	}
+	b3_thaw(t);
+	kvfree(r.off);
+	*keys = w.keys;
+	if (ret)
+		*why = w.why;
+	return ret;
+}

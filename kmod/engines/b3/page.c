@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * B^3-tree: one page (paper §3.1, §3.2).
+ *
+ * The BST inside a page is walked with bounded loops (a corrupt image
+ * may hold a cycle): no walk visits more than B3_SLOTS nodes.
+ *
+ * Slots are handed out in order (@used in the lock word) and never
+ * reused while the page is live: a deleted node stays where it is until
+ * the page is copied (lazy defragmentation, smo.c), so a lock-free reader
+ * standing on a node that was just unlinked still reads the old node.
+ * After a restart @used is recounted the first time a writer locks the
+ * page (the highest reachable slot + 1): the slots above it were never
+ * linked, or linked only before the crash, and no reader of this open
+ * can stand on them. That is the paper's lazy garbage collection of dead
+ * nodes, done per page when first written instead of by a scan.
+ */
+#include <linux/crc32.h>
+#include <linux/errno.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "b3.h"
+
+/* A page offset worth following: inside the pool, aligned, ours. */
+bool b3_page_ok(const struct b3 *t, u64 off)
+{
+	const struct b3_page *p;
+
+	if (off < t->pool->alloc.data_off || off & (PMIDX_MIN_OBJ - 1) ||
+	    off > t->pm->size - B3_PAGE_SIZE)
+		return false;
+	p = b3_pg(t, off);
+	return le32_to_cpu(p->magic) == B3_PAGE_MAGIC &&
+	       le64_to_cpu(p->owner) == t->root_off &&
+	       p->level < B3_MAX_LEVEL;
+}
+
+/* crc32c of the fields that never change after the page is built */
+u32 b3_page_crc(const struct b3_page *p)
+{
+	u32 crc = __crc32c_le(~0U, (const u8 *)&p->magic, 6);
+
+	crc = __crc32c_le(crc, (const u8 *)&p->owner, sizeof(p->owner));
+	return __crc32c_le(crc, p->low, B3_LOW_MAX);
+}
+
+/* The key of a node word (inline bytes or a blob); read in place. */
+struct b3_key b3_node_key(const struct b3 *t, const __le64 *kw, u32 meta)
+{
+	struct b3_key k;
+
+	if (meta & B3_M_KBLOB) {
+		k.p = pmidx_blob_data(t->pool, le64_to_cpu(READ_ONCE(*kw)),
+				      &k.len);
+	} else {
+		k.p = (const u8 *)kw;
+		k.len = b3_meta_klen(meta);
+	}
+	return k;
+}
+
+/* ---- blobs, with the index's accounting ------------------------------- */
+
+u64 b3_blob_write(struct b3 *t, const void *data, u32 len)
+{
+	u64 off = pmidx_blob_write(t->pool, data, len);
+
+	if (off)
+		this_cpu_add(t->pcpu->blob_bytes,
+			     pmidx_alloc_size(&t->pool->alloc, off));
+	return off;
+}
+
+/* A blob nothing persistent names yet (a failed write). */
+void b3_blob_free(struct b3 *t, u64 off)
+{
+	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
+	pmidx_free(&t->pool->alloc, off);
+}
+
+/* A blob just unlinked by a committed store: readers may still hold it. */
+void b3_blob_retire(struct b3 *t, u64 off)
+{
+	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
+	pmidx_blob_retire(t->pool, off);
+}
+
+/* ---- the lock word ------------------------------------------------------ */
+
+static inline u64 lk_make(u32 gen, u32 used, u32 live, u64 flags)
+{
+	return (u64)gen << B3_LK_GEN_SHIFT | (u64)used << B3_LK_USED_SHIFT |
+	       (u64)live << B3_LK_LIVE_SHIFT | flags;
+}
+
+static inline u64 lk_load(const struct b3_page *p)
+{
+	return le64_to_cpu(READ_ONCE(p->lock));
+}
+
+u32 b3_used(const struct b3_page *p)
+{
+	return (lk_load(p) >> B3_LK_USED_SHIFT) & B3_LK_CNT_MASK;
+}
+
+u32 b3_live(const struct b3_page *p)
+{
+	return (lk_load(p) >> B3_LK_LIVE_SHIFT) & B3_LK_CNT_MASK;
+}
+
+/* Context: the page's lock held (or the page not published yet). */
+void b3_set_cnt(struct b3_page *p, u32 used, u32 live)
+{
+	u64 w = lk_load(p);
+
+	w &= ~((B3_LK_CNT_MASK << B3_LK_USED_SHIFT) |
+	       (B3_LK_CNT_MASK << B3_LK_LIVE_SHIFT));
+	WRITE_ONCE(p->lock, cpu_to_le64(w | (u64)used << B3_LK_USED_SHIFT |
+					 (u64)live << B3_LK_LIVE_SHIFT));
+}
+
+/**
+ * b3_lock - take the write lock of a page
+ *
+ * A lock word of an older generation is free whatever it says (the crash
+ * or detach that left it ended its holder). Spins: the holder runs with
+ * preemption off and holds no other lock it could wait on.
+ *
+ * Return: 0 locked; -EAGAIN the page was replaced (DEAD): go back to the
+ * root; -EUCLEAN its BST is corrupt (not locked).
+ */
+int b3_lock(struct b3 *t, struct b3_page *p)
+{
+	u32 used, live;
+	u64 old, new;
+	int ret;
+
+	for (;;) {
+		old = lk_load(p);
+		if ((u32)(old >> B3_LK_GEN_SHIFT) == t->gen) {
+			if (old & B3_LK_DEAD)
+				return -EAGAIN;
+			if (old & B3_LK_LOCKED) {
+				cpu_relax();
+				continue;
+			}
+			new = old | B3_LK_LOCKED;
+		} else {
+			new = lk_make(t->gen, B3_LK_UNKNOWN, 0, B3_LK_LOCKED);
+		}
+		if (cmpxchg(&p->lock, cpu_to_le64(old), cpu_to_le64(new)) ==
+		    cpu_to_le64(old))
+			break;
+	}
+	if (b3_used(p) != B3_LK_UNKNOWN)
+		return 0;
+	ret = b3_reach(t, p, &used, &live);
+	if (ret) {
+		/* leave it uncounted: the next writer meets the same error */
+		smp_store_release(&p->lock,
+				  cpu_to_le64(lk_make(t->gen, B3_LK_UNKNOWN, 0, 0)));
+		return ret;
+	}
+	b3_set_cnt(p, used, live);
+	return 0;
+}
+
+void b3_unlock(struct b3 *t, struct b3_page *p)
+{
+	/* release: our node and child word stores before the next holder */
+	smp_store_release(&p->lock, cpu_to_le64(lk_load(p) & ~B3_LK_LOCKED));
+}
+
+/* Unlock a page an SMO replaced: its waiters go back to the root. */
+void b3_kill(struct b3 *t, struct b3_page *p)
+{
+	smp_store_release(&p->lock, cpu_to_le64((lk_load(p) & ~B3_LK_LOCKED) |
+						 B3_LK_DEAD));
+}
+
+/* ---- BST walks ---------------------------------------------------------- */
+
+static inline u64 child_of(const struct b3_page *p, u32 s, bool right)
+{
+	if (!p->level)
+		return b3_ld32(right ? &p->l[s].right : &p->l[s].left);
+	return b3_ld(right ? &p->i[s].right : &p->i[s].left);
+}
+
+/**
+ * b3_leaf_find - BST search for @k in leaf page @p (paper Algorithm 2)
+ * @pos: the node (slot, or -1) and the word that names it or would
+ *
+ * Return: 0, or -EUCLEAN for a corrupt BST.
+ */
+int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
+		 const struct b3_key *k, struct b3_lpos *pos)
+{
+	u64 w = b3_ld(&p->root);
+	unsigned int n = 0;
+	struct b3_key nk;
+	int c;
+
+	pos->parent = -1;
+	pos->right = false;
+	while (w) {
+		if (!b3_w_is_slot(w) || ++n > B3_SLOTS)
+			return -EUCLEAN;
+		nk = b3_node_key(t, &p->l[w - 1].key,
+				 le32_to_cpu(READ_ONCE(p->l[w - 1].meta)));
+		c = b3_cmp(k, &nk);
+		if (!c) {
+			pos->slot = w - 1;
+			return 0;
+		}
+		pos->parent = w - 1;
+		pos->right = c > 0;
+		w = child_of(p, w - 1, c > 0);
+	}
+	pos->slot = -1;
+	return 0;
+}
+
+/**
+ * b3_leaf_inorder - the live nodes of a leaf page in key order
+ * @slots: B3_SLOTS entries
+ *
+ * A node whose key equals the one before it is a shadow: the leftover
+ * of a delete of a node with two children (b3.c), whose copy higher up
+ * is the live one and comes first in order. Shadows are skipped, and
+ * own nothing.
+ *
+ * Return: the number of slots, or -EUCLEAN.
+ */
+int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots)
+{
+	u8 stack[B3_SLOTS];
+	struct b3_key prev = {}, k;
+	int sp = 0, n = 0, seen = 0;
+	u64 w = b3_ld(&p->root);
+	u32 s;
+
+	for (;;) {
+		while (w) {
+			if (!b3_w_is_slot(w) || ++seen > B3_SLOTS)
+				return -EUCLEAN;
+			stack[sp++] = w - 1;
+			w = child_of(p, w - 1, false);
+		}
+		if (!sp)
+			return n;
+		s = stack[--sp];
+		k = b3_node_key(t, &p->l[s].key,
+				le32_to_cpu(READ_ONCE(p->l[s].meta)));
+		if (!n || b3_cmp(&prev, &k))
+			slots[n++] = s;
+		prev = k;
+		w = child_of(p, s, true);
+	}
+}
+
+/**
+ * b3_inner_inorder - the children and separators of an internal page
+ * @child: B3_SLOTS + 1 entries, the page words in key order
+ * @sep:   B3_SLOTS entries, the separator slots between them
+ *
+ * Return: the number of separators (children: one more), or -EUCLEAN.
+ */
+int b3_inner_inorder(const struct b3 *t, const struct b3_page *p,
+		     u64 *child, u8 *sep)
+{
+	u8 stack[B3_SLOTS];
+	int sp = 0, n = 0, seen = 0;
+	u64 w = b3_ld(&p->root);
+	u32 s;
+
+	for (;;) {
+		while (b3_w_is_slot(w)) {
+			if (++seen > B3_SLOTS)
+				return -EUCLEAN;
+			stack[sp++] = w - 1;
+			w = child_of(p, w - 1, false);
+		}
+		if (!b3_w_is_page(w))
+			return -EUCLEAN;
+		child[n] = w;
+		if (!sp)
+			return n;
+		s = stack[--sp];
+		sep[n++] = s;
+		w = child_of(p, s, true);
+	}
+}
+
+/**
+ * b3_reach - count the reachable nodes of a page
+ * @used: highest reachable slot + 1
+ * @live: reachable nodes
+ */
+int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
+	     u32 *live)
+{
+	u8 stack[B3_SLOTS];
+	int sp = 0, seen = 0;
+	u64 w = b3_ld(&p->root);
+	u32 s, max = 0;
+
+	if (b3_w_is_slot(w))
+		stack[sp++] = w - 1;
+	else if (p->level ? !b3_w_is_page(w) : w != 0)
+		return -EUCLEAN;
+	while (sp) {
+		s = stack[--sp];
+		if (++seen > B3_SLOTS)
+			return -EUCLEAN;
+		max = max(max, s + 1);
+		w = child_of(p, s, false);
+		if (b3_w_is_slot(w))
+			stack[sp++] = w - 1;
+		else if (p->level ? !b3_w_is_page(w) : w != 0)
+			return -EUCLEAN;
+		w = child_of(p, s, true);
+		if (b3_w_is_slot(w))
+			stack[sp++] = w - 1;
+		else if (p->level ? !b3_w_is_page(w) : w != 0)
+			return -EUCLEAN;
+	}
+	*used = max;
+	*live = seen;
+	return 0;
+}
+
+/* ---- commit stores ------------------------------------------------------ */
+
+/*
+ * The 8-byte commit (paper §3.2.1): release, so that a lock-free reader
+ * that loads the word (acquire) sees the node or page it names; then
+ * flushed and fenced.
+ */
+void b3_commit(struct b3 *t, __le64 *w, u64 val)
+{
+	smp_store_release(w, cpu_to_le64(val));
+	pmidx_persist(t->pm, w, sizeof(*w));
+}
+
+/* Link slot word @val (slot + 1, or 0) where @parent/@right says. */
+void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
+		  u32 val)
+{
+	__le32 *w;
+
+	if (parent < 0) {
+		b3_commit(t, &p->root, val);
+		return;
+	}
+	w = right ? &p->l[parent].right : &p->l[parent].left;
+	smp_store_release(w, cpu_to_le32(val));
+	pmidx_persist(t->pm, w, sizeof(*w));
+}
+
+__le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
+{
+	if (!r->pg)
+		return &t->root->top;
+	if (r->slot < 0)
+		return &r->pg->root;
+	return r->right ? &r->pg->i[r->slot].right : &r->pg->i[r->slot].left;
+}
+
+/* ---- new pages (copy-on-write, paper §3.2.4, §3.3.5) -------------------- */
+
+/**
+ * b3_page_new - allocate a page and write its header (not persisted:
+ *               the builder persists the page once it is filled)
+ *
+ * Return: its offset, 0 when the pool is full.
+ */
+u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
+{
+	struct b3_page *p;
+	u64 off;
+
+	off = pmidx_alloc(&t->pool->alloc, B3_PAGE_SIZE);
+	if (!off)
+		return 0;
+	p = b3_pg(t, off);
+	memset(p, 0, B3_NODES_OFF);
+	p->magic = cpu_to_le32(B3_PAGE_MAGIC);
+	p->level = level;
+	p->lowlen = low->len;
+	memcpy(p->low, low->p, low->len);
+	p->owner = cpu_to_le64(t->root_off);
+	p->crc = cpu_to_le32(b3_page_crc(p));
+	p->lock = cpu_to_le64(lk_make(t->gen, 0, 0, 0));
+	this_cpu_inc(t->pcpu->pages);
+	return off;
+}
+
+/* An unlinked page: freed once no epoch reader can stand on it. */
+void b3_page_retire(struct b3 *t, u64 off)
+{
+	this_cpu_dec(t->pcpu->pages);
+	pmidx_epoch_retire(&t->pool->epoch, off);
+}
+
+/* complete BST over leaf nodes [lo, hi): the word naming its root */
+static u32 build_leaf(struct b3_page *p, u32 lo, u32 hi)
+{
+	u32 mid;
+
+	if (lo >= hi)
+		return 0;
+	mid = lo + (hi - lo) / 2;
+	p->l[mid].left = cpu_to_le32(build_leaf(p, lo, mid));
+	p->l[mid].right = cpu_to_le32(build_leaf(p, mid + 1, hi));
+	return mid + 1;
+}
+
+/**
+ * b3_build_leaf - fill new leaf page @dst with @n nodes in key order as a
+ *                 complete BST (the rebalancing of §3.3.5)
+ *
+ * Key and value words move with the nodes: so do the blobs they name.
+ * Not persisted here: the SMO persists the page after its sibling word.
+ */
+void b3_build_leaf(struct b3 *t, struct b3_page *dst, const struct b3_lnode *src,
+		   u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		dst->l[i].key = src[i].key;
+		dst->l[i].val = src[i].val;
+		dst->l[i].meta = src[i].meta;
+		dst->l[i].check = src[i].check;
+	}
+	dst->root = cpu_to_le64(build_leaf(dst, 0, n));
+	b3_set_cnt(dst, n, n);
+}
+
+/* complete BST over children [lo, hi] (separator j between j and j + 1) */
+static u64 build_inner(struct b3_page *p, const u64 *child, u32 lo, u32 hi)
+{
+	u32 mid;
+
+	if (lo == hi)
+		return child[lo];
+	mid = lo + (hi - lo + 1) / 2;		/* separator mid - 1 */
+	p->i[mid - 1].left = cpu_to_le64(build_inner(p, child, lo, mid - 1));
+	p->i[mid - 1].right = cpu_to_le64(build_inner(p, child, mid, hi));
+	return mid;
+}
+
+/**
+ * b3_build_inner - fill new internal page @dst with children @child[0..n]
+ *                  and the @n separators between them, as a complete BST
+ */
+void b3_build_inner(struct b3 *t, struct b3_page *dst, const u64 *child,
+		    const struct b3_inode *sep, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		dst->i[i].key = sep[i].key;
+		dst->i[i].meta = sep[i].meta;
+		dst->i[i].check = sep[i].check;
+	}
+	dst->root = cpu_to_le64(build_inner(dst, child, 0, n));
+	b3_set_cnt(dst, n, n);
+}
+
+/**
+ * b3_sep_make - write separator node @n for key @k (a copy: a blob of its
+ *               own when longer than 8 bytes) between @left and @right
+ *
+ * Not persisted. Return: 0 or -ENOSPC.
+ */
+int b3_sep_make(struct b3 *t, struct b3_inode *n, const struct b3_key *k,
+		u64 left, u64 right)
+{
+	__le64 kw = 0;
+	u64 blob;
+	u32 meta;
+
+	if (k->len > B3_INLINE_MAX) {
+		blob = b3_blob_write(t, k->p, k->len);
+		if (!blob)
+			return -ENOSPC;
+		kw = cpu_to_le64(blob);
+	} else {
+		memcpy(&kw, k->p, k->len);
+	}
+	meta = b3_meta_make(k->len, 0, k->len > B3_INLINE_MAX, false);
+	n->key = kw;
+	n->meta = cpu_to_le32(meta);
+	n->check = cpu_to_le32(b3_node_check(le64_to_cpu(kw), meta));
+	n->left = cpu_to_le64(left);
+	n->right = cpu_to_le64(right);
+	return 0;
+}
+
+/* The key blob of separator @n: at once (never linked) or via epochs. */
+void b3_sep_free(struct b3 *t, const struct b3_inode *n, bool now)
+{
+	u64 off;
+
+	if (!(le32_to_cpu(n->meta) & B3_M_KBLOB))
+		return;
+	off = le64_to_cpu(n->key);
+	if (now)
+		b3_blob_free(t, off);
+	else
+		b3_blob_retire(t, off);
+}

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * B^3-tree: structure modifications (SMOs), logless (paper §3.3).
+ *
+ * Every SMO runs under t->smo inside one epoch section, builds its new
+ * pages off to the side (copy-on-write, each a complete BST: the lazy
+ * rebalancing of §3.3.5), persists them, and then changes the index by
+ * single 8-byte stores, each flushed and fenced before the next, each
+ * leaving a consistent index (format.h). New pages and blobs not yet
+ * linked when the power goes are not reachable and the allocator's trace
+ * frees them.
+ *
+ * Replacing page m of a level by a chain c1..ck (swap_in(), the order of
+ * Algorithm 3; k = 2 for a split, 1 for a defragmentation or a merge):
+ *   1. the child word of m := l, m's left neighbour. Readers for m's
+ *      range reach l and move right to m: l and m are one logical page;
+ *   2. l->sibling := c1. One store swaps m out of the level for
+ *      c1..ck, whose last sibling is m's sibling;
+ *   3. the child word := the new page, or the new separator node (split:
+ *      written and persisted in a free slot of the parent beforehand).
+ * When m is the first page of its level no sibling word names it: 3
+ * alone swaps it. The root page is replaced by storing b3_root.top.
+ *
+ * Merge (§3.3.3) of adjacent leaves A, B under one parent page, where
+ * the separator node q between them has A as its left child or B as its
+ * right child (every leaf has such a neighbour; the other shape needs a
+ * rotation and is not merged, as in Algorithm 4's cases):
+ *   A = q.left:  the child word of B := A; q's word := q.right;
+ *   B = q.right: q's word := q.left;
+ * after which one word names A with B's range as well (a split whose
+ * node is not in yet), then swap_in() replaces A (and B behind it) by
+ * the merged page.
+ *
+ * Leftovers of a crash are the intermediate states above: a child word
+ * naming a page to the left of its range, or a range spanning two pages
+ * of a chain. Writers that meet one (tree.c) come here; b3_fix() puts
+ * the chain pages of the word's range under it: the word := the one
+ * page, or := new separator nodes for the pages (§3.3.2: a half-done
+ * split is finished, a half-done merge is undone).
+ */
+#include <linux/errno.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "b3.h"
+
+#define FIX_MAX		4	/* pages under one child word in a leftover */
+
+static void persist_page(struct b3 *t, struct b3_page *p)
+{
+	pmidx_persist(t->pm, p, B3_NODES_OFF + b3_used(p) * B3_NODE_SIZE);
+}
+
+/* A page never linked: back to the allocator at once. */
+static void page_drop(struct b3 *t, u64 off)
+{
+	if (!off)
+		return;
+	this_cpu_dec(t->pcpu->pages);
+	pmidx_free(&t->pool->alloc, off);
+}
+
+/* see the file comment */
+static void swap_in(struct b3 *t, struct b3_page *old, __le64 *ref,
+		    u64 first, u64 final)
+{
+	struct b3_page *l = b3_left_of(t, old);
+
+	if (l) {
+		b3_commit(t, ref, b3_pgoff(t, l));
+		b3_commit(t, &l->sibling, first);
+	}
+	b3_commit(t, ref, final);
+}
+
+/* The live nodes of locked page @p into the scratch. Return: count. */
+static int gather(struct b3 *t, struct b3_page *p, struct b3_lnode *ln,
+		  struct b3_inode *in, u64 *child)
+{
+	struct b3_scratch *s = t->scr;
+	int n, i;
+
+	if (!p->level) {
+		n = b3_leaf_inorder(t, p, s->slots);
+		for (i = 0; i < n; i++)
+			ln[i] = p->l[s->slots[i]];
+	} else {
+		n = b3_inner_inorder(t, p, child, s->slots);
+		for (i = 0; i < n; i++)
+			in[i] = p->i[s->slots[i]];
+	}
+	return n;
+}
+
+/* Copy-on-write of locked page @p at level @L into a complete BST. */
+static int defrag(struct b3 *t, struct b3_path *path, int L)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_page *p = path->lv[L].pg, *np;
+	struct b3_key low = b3_low(p);
+	int n;
+	u64 o;
+
+	n = gather(t, p, s->ln, s->in, s->child);
+	if (n < 0)
+		return n;
+	o = b3_page_new(t, p->level, &low);
+	if (!o)
+		return -ENOSPC;
+	np = b3_pg(t, o);
+	if (!p->level)
+		b3_build_leaf(t, np, s->ln, n);
+	else
+		b3_build_inner(t, np, s->child, s->in, n);
+	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
+	persist_page(t, np);
+	swap_in(t, p, b3_ref_word(t, &path->lv[L].ref), o, o);
+	b3_kill(t, p);
+	b3_page_retire(t, b3_pgoff(t, p));
+	this_cpu_inc(t->pcpu->defrags);
+	return 0;
+}
+
+/*
+ * Split locked page @p at level @L in two (Algorithm 3); the parent has a
+ * free slot (or @p is the root, which grows a new root page).
+ */
+static int split(struct b3 *t, struct b3_path *path, int L)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_page *p = path->lv[L].pg, *n1, *n2, *r, *par;
+	struct b3_key low = b3_low(p), k2, none = { (const u8 *)"", 0 };
+	struct b3_inode median = {};
+	u64 o1 = 0, o2 = 0, orr = 0;
+	int n, m, ret = -ENOSPC;
+	u32 slot;
+
+	n = gather(t, p, s->ln, s->in, s->child);
+	if (n < 0)
+		return n;
+	if (n < 3)
+		return -EUCLEAN;	/* a full page holds more */
+	m = n / 2;
+	if (!p->level) {
+		k2 = b3_node_key(t, &s->ln[m].key, le32_to_cpu(s->ln[m].meta));
+	} else {
+		median = s->in[m];
+		k2 = b3_node_key(t, &median.key, le32_to_cpu(median.meta));
+	}
+	o1 = b3_page_new(t, p->level, &low);
+	o2 = b3_page_new(t, p->level, &k2);
+	if (!o1 || !o2)
+		goto fail;
+	if (L == path->top) {
+		orr = b3_page_new(t, p->level + 1, &none);
+		if (!orr)
+			goto fail;
+	}
+	n1 = b3_pg(t, o1);
+	n2 = b3_pg(t, o2);
+	if (!p->level) {
+		b3_build_leaf(t, n1, s->ln, m);
+		b3_build_leaf(t, n2, s->ln + m, n - m);
+	} else {
+		b3_build_inner(t, n1, s->child, s->in, m);
+		b3_build_inner(t, n2, s->child + m + 1, s->in + m + 1, n - m - 1);
+	}
+	n1->sibling = cpu_to_le64(o2);
+	n2->sibling = cpu_to_le64(b3_ld(&p->sibling));
+	persist_page(t, n1);
+	persist_page(t, n2);
+	if (orr) {
+		/* root split: a new root page, linked by one store */
+		r = b3_pg(t, orr);
+		ret = b3_sep_make(t, &r->i[0], &k2, o1, o2);
+		if (ret)
+			goto fail;
+		r->root = cpu_to_le64(1);
+		b3_set_cnt(r, 1, 1);
+		persist_page(t, r);
+		b3_commit(t, &t->root->top, orr);
+		this_cpu_inc(t->pcpu->root_splits);
+	} else {
+		par = path->lv[L + 1].pg;
+		slot = b3_used(par);
+		ret = b3_sep_make(t, &par->i[slot], &k2, o1, o2);
+		if (ret)
+			goto fail;
+		pmidx_persist(t->pm, &par->i[slot], B3_NODE_SIZE);
+		b3_set_cnt(par, slot + 1, b3_live(par) + 1);
+		swap_in(t, p, b3_ref_word(t, &path->lv[L].ref), o1, slot + 1);
+	}
+	/* the median moved up as a new copy; @p's one goes with @p */
+	if (p->level)
+		b3_sep_free(t, &median, false);
+	b3_kill(t, p);
+	b3_page_retire(t, b3_pgoff(t, p));
+	this_cpu_inc(t->pcpu->splits);
+	return 0;
+fail:
+	page_drop(t, o1);
+	page_drop(t, o2);
+	page_drop(t, orr);
+	return ret;
+}
+
+/*
+ * Make room for @need nodes in the page at level @L of @path.
+ * Return: 0 there is room, 1 an SMO ran (descend again), < 0 an error.
+ */
+static int room_at(struct b3 *t, struct b3_path *path, int L, u32 need)
+{
+	struct b3_page *p = path->lv[L].pg;
+	int ret;
+
+	ret = b3_lock(t, p);
+	if (ret)
+		return ret == -EAGAIN ? 1 : ret;
+	if (b3_used(p) + need <= B3_SLOTS) {
+		b3_unlock(t, p);
+		return 0;
+	}
+	if (b3_live(p) + need <= B3_DEFRAG_MAX) {
+		ret = defrag(t, path, L);
+	} else {
+		ret = L < path->top ? room_at(t, path, L + 1, 1) : 0;
+		if (!ret)
+			ret = split(t, path, L);
+		else
+			ret = ret < 0 ? ret : 2;
+	}
+	if (ret) {
+		b3_unlock(t, p);
+		return ret == 2 ? 1 : ret;
+	}
+	return 1;
+}
+
+/*
+ * Put the pages of the range of the child word at the highest transient
+ * level of @path under that word (file comment).
+ * Return: 1 repaired (descend again), < 0 an error.
+ */
+static int fix_path(struct b3 *t, struct b3_path *path)
+{
+	struct b3_step *st = &path->lv[path->bad];
+	struct b3_page *pages[FIX_MAX], *x, *sp, *par;
+	unsigned int k = 0, moves = 0;
+	struct b3_key lk;
+	__le64 *ref;
+	u32 base, j;
+	u64 sib;
+	int ret;
+
+	if (!st->ref.pg)
+		return -EUCLEAN;	/* the root is never transient */
+	ref = b3_ref_word(t, &st->ref);
+	if (!b3_page_ok(t, b3_ld(ref)))
+		return -EUCLEAN;
+	x = b3_pg(t, b3_ld(ref));
+	/* the page holding the range's low bound... */
+	for (;;) {
+		sib = b3_ld(&x->sibling);
+		if (!sib || ++moves > B3_MOVES_MAX)
+			break;
+		if (!b3_page_ok(t, sib))
+			return -EUCLEAN;
+		sp = b3_pg(t, sib);
+		lk = b3_low(sp);
+		if (b3_cmp(&lk, &st->lo) > 0)
+			break;
+		x = sp;
+	}
+	lk = b3_low(x);
+	if (b3_cmp(&lk, &st->lo))
+		return -EUCLEAN;	/* no SMO of ours leaves this */
+	/* ...and those starting inside the range */
+	pages[k++] = x;
+	for (;;) {
+		sib = b3_ld(&x->sibling);
+		if (!sib)
+			break;
+		if (!b3_page_ok(t, sib))
+			return -EUCLEAN;
+		sp = b3_pg(t, sib);
+		lk = b3_low(sp);
+		if (st->hi.p && b3_cmp(&lk, &st->hi) >= 0)
+			break;
+		if (k == FIX_MAX)
+			return -EUCLEAN;
+		pages[k++] = x = sp;
+	}
+	if (k > 1) {
+		ret = room_at(t, path, path->bad + 1, k - 1);
+		if (ret)
+			return ret;
+	}
+	par = st->ref.pg;
+	base = b3_used(par);
+	for (j = 0; j + 1 < k; j++) {
+		lk = b3_low(pages[j + 1]);
+		ret = b3_sep_make(t, &par->i[base + j], &lk,
+				  b3_pgoff(t, pages[j]),
+				  j + 2 < k ? base + j + 2 :
+					      b3_pgoff(t, pages[k - 1]));
+		if (ret) {
+			while (j--)
+				b3_sep_free(t, &par->i[base + j], true);
+			return ret;
+		}
+	}
+	if (k > 1) {
+		pmidx_persist(t->pm, &par->i[base], (k - 1) * B3_NODE_SIZE);
+		b3_set_cnt(par, base + k - 1, b3_live(par) + k - 1);
+	}
+	b3_commit(t, ref, k > 1 ? base + 1 : b3_pgoff(t, pages[0]));
+	this_cpu_inc(t->pcpu->repairs);
+	return 1;
+}
+
+/* An empty index gets its first leaf: one store of b3_root.top. */
+static int first_leaf(struct b3 *t)
+{
+	struct b3_key none = { (const u8 *)"", 0 };
+	u64 o = b3_page_new(t, 0, &none);
+
+	if (!o)
+		return -ENOSPC;
+	persist_page(t, b3_pg(t, o));
+	b3_commit(t, &t->root->top, o);
+	return 0;
+}
+
+/**
+ * b3_make_room - room for one more node in the leaf of @k (and the index
+ *                has a leaf at all): repairs, defragments, splits
+ *
+ * Context: under t->smo, inside an epoch section.
+ */
+int b3_make_room(struct b3 *t, const struct b3_key *k)
+{
+	struct b3_path *path = &t->scr->path;
+	int ret;
+
+	for (;;) {
+		ret = b3_descend(t, k, 0, path);
+		if (ret == -ENOENT)
+			return first_leaf(t);
+		if (ret)
+			return ret;
+		if (path->bad >= 0)
+			ret = fix_path(t, path);
+		else
+			ret = room_at(t, path, 0, 1);
+		if (ret <= 0)
+			return ret;
+	}
+}
+
+/**
+ * b3_fix - repair every leftover on the path of @k
+ * Context: under t->smo, inside an epoch section.
+ */
+int b3_fix(struct b3 *t, const struct b3_key *k)
+{
+	struct b3_path *path = &t->scr->path;
+	int ret;
+
+	for (;;) {
+		ret = b3_descend(t, k, 0, path);
+		if (ret)
+			return ret == -ENOENT ? 0 : ret;
+		if (path->bad < 0)
+			return 0;
+		ret = fix_path(t, path);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/* A root page left with one child and no separator gives way to it. */
+static void collapse_root(struct b3 *t)
+{
+	u64 off = b3_ld(&t->root->top), w;
+	struct b3_page *r;
+
+	while (off) {
+		r = b3_pg(t, off);
+		w = b3_ld(&r->root);
+		if (!r->level || !b3_w_is_page(w) || b3_ld(&r->sibling))
+			return;
+		b3_commit(t, &t->root->top, w);
+		b3_page_retire(t, off);
+		off = w;
+	}
+}
+
+/**
+ * b3_try_merge - merge the leaf of @k with a neighbour when both are
+ *                under-full (file comment)
+ * Context: under t->smo, inside an epoch section.
+ */
+int b3_try_merge(struct b3 *t, const struct b3_key *k)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_path *path = &s->path;
+	struct b3_page *a, *b, *par, *m;
+	struct b3_step *st;
+	struct b3_inode *q;
+	__le64 *wp, *gw;
+	struct b3_key low;
+	int ret, na, nb;
+	bool rule1, direct;
+	u64 w, o;
+
+	ret = b3_descend(t, k, 0, path);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	if (path->bad >= 0)
+		return min(fix_path(t, path), 0);
+	st = &path->lv[0];
+	if (!path->top || st->ref.slot < 0)
+		return 0;
+	par = st->ref.pg;
+	q = &par->i[st->ref.slot];
+	rule1 = !st->ref.right;
+	/* the neighbour: leftmost of q.right, or rightmost of q.left */
+	wp = rule1 ? &q->right : &q->left;
+	w = b3_ld(wp);
+	for (na = 0; b3_w_is_slot(w) && na <= B3_SLOTS; na++) {
+		wp = rule1 ? &par->i[w - 1].left : &par->i[w - 1].right;
+		w = b3_ld(wp);
+	}
+	if (!b3_w_is_page(w) || !b3_page_ok(t, w))
+		return -EUCLEAN;
+	a = rule1 ? st->pg : b3_pg(t, w);
+	b = rule1 ? b3_pg(t, w) : st->pg;
+	if (b3_ld(&a->sibling) != b3_pgoff(t, b) || a->level || b->level)
+		return 0;
+	ret = b3_lock(t, par);
+	if (ret)
+		return ret == -EAGAIN ? 0 : ret;
+	ret = b3_lock(t, a);
+	if (ret)
+		goto out_par;
+	ret = b3_lock(t, b);
+	if (ret)
+		goto out_a;
+	if (b3_live(a) + b3_live(b) > B3_MERGE_MAX)
+		goto out_b;
+	na = gather(t, a, s->ln, NULL, NULL);
+	nb = na < 0 ? na : gather(t, b, s->ln + na, NULL, NULL);
+	ret = nb < 0 ? nb : 0;
+	if (ret)
+		goto out_b;
+	low = b3_low(a);
+	o = b3_page_new(t, 0, &low);
+	ret = -ENOSPC;
+	if (!o)
+		goto out_b;
+	m = b3_pg(t, o);
+	b3_build_leaf(t, m, s->ln, na + nb);
+	m->sibling = cpu_to_le64(b3_ld(&b->sibling));
+	persist_page(t, m);
+
+	gw = b3_ref_word(t, &st->gref);
+	direct = wp == (rule1 ? &q->right : &q->left);
+	if (rule1) {
+		b3_commit(t, wp, b3_pgoff(t, a));
+		b3_commit(t, gw, b3_ld(&q->right));
+	} else {
+		b3_commit(t, gw, b3_ld(&q->left));
+	}
+	/* one word now names A for A's and B's ranges: q's is gone */
+	swap_in(t, a, direct ? gw : wp, o, o);
+	b3_set_cnt(par, b3_used(par), b3_live(par) - 1);
+	b3_sep_free(t, q, false);
+	b3_kill(t, b);
+	b3_kill(t, a);
+	b3_unlock(t, par);
+	b3_page_retire(t, b3_pgoff(t, a));
+	b3_page_retire(t, b3_pgoff(t, b));
+	this_cpu_inc(t->pcpu->merges);
+	collapse_root(t);
+	return 0;
+out_b:
+	b3_unlock(t, b);
+out_a:
+	b3_unlock(t, a);
+out_par:
+	b3_unlock(t, par);
+	return ret == -EAGAIN ? 0 : ret;
+}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * B^3-tree: the walk over every reachable object, and recovery.
+ *
+ * Every page is reached exactly once by walking each level's sibling
+ * chain from its first page (the leftmost child of the first page of the
+ * level above): a page no chain holds is not part of the index even if a
+ * stale child word still names it, and the intermediate states of an SMO
+ * (smo.c) never take a page out of its chain while a child word is its
+ * only way in. Inside a page, the nodes reachable from its BST root; in
+ * a leaf, shadows (b3.c) are skipped: their blobs belong to their copy.
+ *
+ * This is the one function that knows what the index owns: recovery marks
+ * with it, drop-index frees with it, the checker collects with it. When
+ * the allocator learns to find its objects without a trace, recovery
+ * stops calling it and nothing else changes.
+ */
+#include <linux/errno.h>
+#include <linux/string.h>
+#include "core/blob.h"
+#include "b3.h"
+
+static int bad(struct b3_walk *w, const char *why)
+{
+	w->why = why;
+	return -EUCLEAN;
+}
+
+/* A node's key word and meta, checked. */
+static int node_ok(struct b3 *t, struct b3_walk *w, __le64 kw, __le32 mw,
+		   __le32 cw, bool leaf)
+{
+	u32 meta = le32_to_cpu(mw), klen = b3_meta_klen(meta), len;
+	bool kblob = meta & B3_M_KBLOB;
+	int ret;
+
+	if (meta & B3_M_RESERVED || !klen || kblob != (klen > B3_INLINE_MAX) ||
+	    (!leaf && (meta & B3_M_VBLOB || b3_meta_vlen(meta))) ||
+	    (meta & B3_M_VBLOB && b3_meta_vlen(meta)) ||
+	    b3_meta_vlen(meta) > B3_INLINE_MAX)
+		return bad(w, "node meta word invalid");
+	if (le32_to_cpu(cw) != b3_node_check(le64_to_cpu(kw), meta))
+		return bad(w, "node check word mismatch");
+	if (!kblob)
+		return 0;
+	if (w->blob) {
+		ret = w->blob(t, w, le64_to_cpu(kw));
+		if (ret)
+			return ret;
+	}
+	if (w->validate && (pmidx_blob_read_len(t->pool, le64_to_cpu(kw), &len) ||
+			    len != klen))
+		return bad(w, "key blob length mismatch");
+	w->blobs++;
+	w->blob_bytes += pmidx_alloc_size(&t->pool->alloc, le64_to_cpu(kw));
+	return 0;
+}
+
+/* keys in order and inside [low(p), low(sibling)) */
+static int order_ok(struct b3 *t, struct b3_walk *w, const struct b3_key *prev,
+		    const struct b3_key *k, const struct b3_key *hi)
+{
+	if (b3_cmp(prev, k) >= 0)
+		return bad(w, "keys out of order in a page");
+	if (hi && b3_cmp(k, hi) >= 0)
+		return bad(w, "key at or above the sibling's low key");
+	return 0;
+}
+
+static int walk_leaf(struct b3 *t, struct b3_walk *w, struct b3_page *p,
+		     const struct b3_key *hi)
+{
+	struct b3_key prev = b3_low(p), k;
+	struct b3_lnode *n;
+	int cnt, i, ret;
+	u32 meta;
+
+	cnt = b3_leaf_inorder(t, p, t->scr->slots);
+	if (cnt < 0)
+		return bad(w, "leaf BST corrupt");
+	for (i = 0; i < cnt; i++) {
+		n = &p->l[t->scr->slots[i]];
+		meta = le32_to_cpu(n->meta);
+		ret = node_ok(t, w, n->key, n->meta, n->check, true);
+		if (ret)
+			return ret;
+		if (meta & B3_M_VBLOB) {
+			if (w->blob) {
+				ret = w->blob(t, w, le64_to_cpu(n->val));
+				if (ret)
+					return ret;
+			}
+			w->blobs++;
+			w->blob_bytes += pmidx_alloc_size(&t->pool->alloc,
+							  le64_to_cpu(n->val));
+		}
+		if (w->validate) {
+			k = b3_node_key(t, &n->key, meta);
+			/* the first key may equal the low key */
+			if (!i && !b3_cmp(&prev, &k))
+				prev.len = 0;
+			ret = order_ok(t, w, &prev, &k, hi);
+			if (ret)
+				return ret;
+			prev = k;
+		}
+		w->keys++;
+	}
+	return 0;
+}
+
+/* Return: the first child (the head of the next level) or 0 and w->why */
+static u64 walk_inner(struct b3 *t, struct b3_walk *w, struct b3_page *p,
+		      const struct b3_key *hi)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_key prev = b3_low(p), k, lk;
+	struct b3_inode *n;
+	struct b3_page *c;
+	int cnt, i;
+
+	cnt = b3_inner_inorder(t, p, s->child, s->slots);
+	if (cnt < 0) {
+		bad(w, "internal BST corrupt");
+		return 0;
+	}
+	for (i = 0; i <= cnt; i++) {
+		if (!b3_page_ok(t, s->child[i]) ||
+		    b3_pg(t, s->child[i])->level != p->level - 1) {
+			bad(w, "child word names no page of the level below");
+			return 0;
+		}
+		if (i == cnt)
+			break;
+		n = &p->i[s->slots[i]];
+		if (node_ok(t, w, n->key, n->meta, n->check, false))
+			return 0;
+		if (!w->validate)
+			continue;
+		k = b3_node_key(t, &n->key, le32_to_cpu(n->meta));
+		if (order_ok(t, w, &prev, &k, hi))
+			return 0;
+		/* the child right of a separator starts at or below it */
+		c = b3_pg(t, s->child[i + 1]);
+		lk = b3_low(c);
+		if (b3_cmp(&lk, &k) > 0) {
+			bad(w, "child page starts above its separator");
+			return 0;
+		}
+		prev = k;
+	}
+	return s->child[0];
+}
+
+/**
+ * b3_walk - visit every reachable page and owned blob once
+ *
+ * @w->page is called for a page after everything in it was read, so it
+ * may free it. Return: 0, or -EUCLEAN with @w->why.
+ */
+int b3_walk(struct b3 *t, struct b3_walk *w)
+{
+	u64 head = le64_to_cpu(READ_ONCE(t->root->top)), off, sib, next;
+	u64 limit = t->pm->size / B3_PAGE_SIZE;
+	struct b3_key lk, prev = {}, hk, *hi;
+	struct b3_page *p;
+	int level = -1, ret;
+	bool first;
+
+	while (head) {
+		off = head;
+		next = 0;
+		first = true;
+		while (off) {
+			if (++w->pages > limit)
+				return bad(w, "page chain loops");
+			if (!b3_page_ok(t, off))
+				return bad(w, "page offset or header invalid");
+			p = b3_pg(t, off);
+			if (w->validate &&
+			    (pmidx_alloc_size(&t->pool->alloc, off) != B3_PAGE_SIZE ||
+			     le32_to_cpu(p->crc) != b3_page_crc(p)))
+				return bad(w, "page is no allocator object or its crc mismatches");
+			if (level < 0)
+				level = p->level;
+			if (p->level != level)
+				return bad(w, "page on the wrong level");
+			lk = b3_low(p);
+			if (first ? lk.len : b3_cmp(&prev, &lk) >= 0)
+				return bad(w, "low keys of a level out of order");
+			sib = le64_to_cpu(READ_ONCE(p->sibling));
+			hi = NULL;
+			if (sib) {
+				if (!b3_page_ok(t, sib))
+					return bad(w, "sibling names no page");
+				hk = b3_low(b3_pg(t, sib));
+				hi = &hk;
+			}
+			if (level) {
+				u64 c = walk_inner(t, w, p, hi);
+
+				if (!c)
+					return -EUCLEAN;
+				if (first)
+					next = c;
+			} else {
+				ret = walk_leaf(t, w, p, hi);
+				if (ret)
+					return ret;
+			}
+			prev = lk;
+			if (w->page) {
+				ret = w->page(t, w, off);
+				if (ret)
+					return ret;
+			}
+			first = false;
+			off = sib;
+		}
+		if (!level)
+			return 0;
+		head = next;
+		level--;
+	}
+	return 0;
+}
+
+static int mark_page(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	if (pmidx_alloc_mark(&t->pool->alloc, off))
+		return bad(w, "page referenced twice or no allocator object");
+	return 0;
+}
+
+static int mark_blob(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	if (pmidx_blob_mark(t->pool, off))
+		return bad(w, "blob referenced twice or malformed");
+	return 0;
+}
+
+/* a clean attach without saved counters: a blob is checked, not marked */
+static int look_blob(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	u32 len;
+
+	if (!pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
+	    pmidx_blob_read_len(t->pool, off, &len))
+		return bad(w, "blob not allocated or malformed");
+	return 0;
+}
+
+/**
+ * b3_recover - open: the root, a new generation, and after a crash the
+ *              allocator's trace
+ *
+ * Nothing is rebuilt (§3.1): after a clean detach this is O(1). After a
+ * crash the only O(size) work is the allocator's trace (engine.h): every
+ * page and blob marked once, found by b3_walk(). Half-done SMOs stay as
+ * they are; the first writer that meets one repairs it (smo.c).
+ */
+int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
+{
+	struct b3_root *r = t->root;
+	struct b3_walk w = { .validate = true };
+	struct b3_pcpu *c;
+	u64 gen;
+	int ret;
+
+	if (!r->magic) {
+		if (r->top)
+			return -EUCLEAN;
+		memset(r, 0, sizeof(*r));
+		r->magic = cpu_to_le64(B3_ROOT_MAGIC);
+		pmidx_persist(t->pm, r, sizeof(*r));
+	} else if (le64_to_cpu(r->magic) != B3_ROOT_MAGIC) {
+		pr_err("pmidx: index %s: not a b3 root\n", t->idx->name);
+		return -EUCLEAN;
+	}
+	/* a new generation: every lock word of an earlier open is free */
+	gen = le64_to_cpu(r->gen) + 1;
+	if (!(u32)gen)
+		gen++;
+	pmidx_store64_persist(t->pm, &r->gen, gen);
+	t->gen = (u32)gen;
+
+	c = per_cpu_ptr(t->pcpu, 0);
+	if (rc->clean && le64_to_cpu(r->saved) == 1) {
+		c->keys = le64_to_cpu(r->keys);
+		c->pages = le64_to_cpu(r->pages);
+		c->blob_bytes = le64_to_cpu(r->blob_bytes);
+		pmidx_store64_persist(t->pm, &r->saved, 0);
+		return 0;
+	}
+	if (r->saved)
+		pmidx_store64_persist(t->pm, &r->saved, 0);
+	w.page = rc->clean ? NULL : mark_page;
+	w.blob = rc->clean ? look_blob : mark_blob;
+	ret = b3_walk(t, &w);
+	if (ret) {
+		pr_err("pmidx: index %s: b3 recovery: %s\n", t->idx->name,
+		       w.why ?: "corrupt");
+		return ret;
+	}
+	c->keys = w.keys;
+	c->pages = w.pages;
+	c->blob_bytes = w.blob_bytes;
+	return 0;
+}
