@@ -187,7 +187,7 @@ static void node_fill(struct b3_lnode *n, __le64 kw, __le64 vw, u32 meta,
 static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		    struct put_ctx *pc, u32 flags)
 {
-	u32 u = b3_used(p), live = b3_live(p), meta;
+	u32 u = b3_used(t, p), live = b3_live(t, p), meta;
 	bool vblob = pc->vlen > B3_INLINE_MAX;
 	struct b3_lnode *n, *nn;
 	struct b3_lpos pos;
@@ -220,7 +220,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			  cpu_to_le32(b3_ld32(&n->left)),
 			  cpu_to_le32(b3_ld32(&n->right)));
 		pmidx_persist(t->pm, nn, sizeof(*nn));
-		b3_set_cnt(p, u + 1, live);
+		b3_set_cnt(t, p, u + 1, live);
 		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);
 		if (meta & B3_M_VBLOB)
 			pc->old_blob = le64_to_cpu(n->val);
@@ -243,7 +243,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		  b3_meta_make(k->len, pc->vlen, k->len > B3_INLINE_MAX, vblob),
 		  0, 0);
 	pmidx_persist(t->pm, nn, sizeof(*nn));			/* flush 1 */
-	b3_set_cnt(p, u + 1, live + 1);
+	b3_set_cnt(t, p, u + 1, live + 1);
 	b3_leaf_link(t, p, pos.parent, pos.right, u + 1);	/* flush 2 */
 	this_cpu_inc(t->pcpu->keys);
 	pc->kblob = 0;
@@ -311,7 +311,7 @@ struct del_ctx {
 static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		    struct del_ctx *dc)
 {
-	u32 u = b3_used(p), live = b3_live(p), l, r, w, s, n = 0;
+	u32 u = b3_used(t, p), live = b3_live(t, p), l, r, w, s, n = 0;
 	struct b3_lnode *d, *nn;
 	struct b3_lpos pos;
 	int sp = -1, ret;
@@ -343,14 +343,14 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			  le32_to_cpu(p->l[s].meta), cpu_to_le32(l),
 			  cpu_to_le32(sp < 0 ? b3_ld32(&p->l[s].right) : r));
 		pmidx_persist(t->pm, nn, sizeof(*nn));
-		b3_set_cnt(p, u + 1, live);
+		b3_set_cnt(t, p, u + 1, live);
 		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);  /* commit */
 		if (sp >= 0)	/* S is a shadow until this store */
 			b3_leaf_link(t, p, sp, false, b3_ld32(&p->l[s].right));
 		live--;
-		b3_set_cnt(p, u + 1, live);
+		b3_set_cnt(t, p, u + 1, live);
 	}
-	b3_set_cnt(p, b3_used(p), live);
+	b3_set_cnt(t, p, b3_used(t, p), live);
 	dc->kw = d->key;
 	dc->vw = d->val;
 	dc->meta = le32_to_cpu(d->meta);
@@ -596,7 +596,7 @@ static void b3_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 		       max_t(s64, sum.pages, 0) * B3_PAGE_SIZE +
 		       max_t(s64, sum.blob_bytes, 0));
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx) + sizeof(*t) +
-		       sizeof(struct b3_scratch) +
+		       sizeof(struct b3_scratch) + atomic64_read(&t->dram_bytes) +
 		       num_possible_cpus() * sizeof(struct b3_pcpu));
 }
 
@@ -614,6 +614,7 @@ s64 b3_sum_keys(struct b3 *t)
 
 static void b3_teardown(struct b3 *t)
 {
+	b3_locks_free(t);
 	free_percpu(t->pcpu);
 	kvfree(t->scr);
 	mutex_destroy(&t->smo);
@@ -640,7 +641,10 @@ static int b3_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 	mutex_init(&t->gate);
 	t->pcpu = alloc_percpu(struct b3_pcpu);
 	t->scr = kvzalloc(sizeof(*t->scr), GFP_KERNEL);
-	ret = t->pcpu && t->scr ? b3_recover(t, rc) : -ENOMEM;
+	atomic64_set(&t->dram_bytes, 0);
+	ret = t->pcpu && t->scr ? b3_locks_init(t) : -ENOMEM;
+	if (!ret)
+		ret = b3_recover(t, rc);
 	if (ret) {
 		b3_teardown(t);
 		return ret;

@@ -60,13 +60,28 @@ struct b3_pcpu {
 	u64	splits, merges, defrags, repairs, root_splits;
 };
 
+/*
+ * Page states (DRAM), one u64 per 4 KiB of the pool's data area, in
+ * leaves of B3_LT_LEAF words allocated when a page there is first locked
+ * or built: used slots (8) | reachable nodes (8) | flags (16). A zero
+ * word is a page not counted yet in this open: the first lock counts it.
+ */
+#define B3_LT_SHIFT		9
+#define B3_LT_LEAF		(1U << B3_LT_SHIFT)
+#define B3_LK_USED_SHIFT	24
+#define B3_LK_LIVE_SHIFT	16
+#define B3_LK_CNT_MASK		0xffULL
+#define B3_LK_LOCKED		1ULL
+#define B3_LK_DEAD		2ULL	/* replaced by an SMO: writers retry */
+#define B3_LK_VALID		4ULL	/* counts are set */
+
 /* Working space of the one SMO running (under b3.smo). */
 struct b3_scratch;
 
 /**
  * struct b3 - one open B^3-tree index
  * @root:   the pmem root (struct b3_root inside idx->root)
- * @gen:    this open's generation, stamped into lock words
+ * @locks:  page states by page number (see above), @nlocks leaves
  * @smo:    serialises structure modifications (and so every internal
  *          page write); sleeps, so it is taken outside epoch sections
  * @gate:   held by the checker; with @frozen it keeps writers out
@@ -77,7 +92,9 @@ struct b3 {
 	struct pmidx_pmem	*pm;
 	struct b3_root		*root;
 	u64			root_off;
-	u32			gen;
+	u64			**locks;
+	u64			nlocks;
+	atomic64_t		dram_bytes;
 	struct mutex		smo;
 	struct mutex		gate;
 	bool			frozen;
@@ -178,9 +195,11 @@ struct b3_key b3_node_key(const struct b3 *t, const __le64 *kw, u32 meta);
 int b3_lock(struct b3 *t, struct b3_page *p);
 void b3_unlock(struct b3 *t, struct b3_page *p);
 void b3_kill(struct b3 *t, struct b3_page *p);
-u32 b3_used(const struct b3_page *p);
-u32 b3_live(const struct b3_page *p);
-void b3_set_cnt(struct b3_page *p, u32 used, u32 live);
+int b3_locks_init(struct b3 *t);
+void b3_locks_free(struct b3 *t);
+u32 b3_used(struct b3 *t, const struct b3_page *p);
+u32 b3_live(struct b3 *t, const struct b3_page *p);
+void b3_set_cnt(struct b3 *t, struct b3_page *p, u32 used, u32 live);
 int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
 		 const struct b3_key *k, struct b3_lpos *pos);
 int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots);

@@ -7,7 +7,7 @@
  * stored little-endian.
  *
  *   index root (256 B, the core's per-index root object)
- *     magic | top | gen | saved counters
+ *     magic | top | saved counters
  *              `-> root page (level h) -> BST -> pages of level h-1 ...
  *                                               -> leaf pages (level 0)
  *   each level is also a singly linked list through @sibling, in key
@@ -16,7 +16,7 @@
  * Page (4 KiB allocator object):
  *
  *   header   64 B: magic, level, low key length, root child word,
- *            sibling, lock word, owner, crc
+ *            sibling, owner, crc
  *   low key 256 B: the smallest key the page may hold (its fence; empty
  *            for the leftmost page of a level = minus infinity)
  *   nodes  118 x 32 B BST nodes, slots filled in order (append only
@@ -42,12 +42,9 @@
  * Separator keys of internal nodes are inline or blobs owned by the node.
  * Low keys are inline in the page (no ownership to track).
  *
- * The lock word is volatile state kept in the page so that no DRAM map
- * of pages is needed: generation (32) | used slots (8) | reachable nodes (8) |
- * flags (16). It
- * means something only when its generation is the index's current open
- * generation (b3_root.gen, bumped and persisted at every open), so
- * whatever a crash left there is ignored. It is never flushed on purpose.
+ * Nothing volatile lives in a page: write locks and slot counts are DRAM
+ * (b3.h), so every store to a page is flushed and fenced before the
+ * operation returns.
  */
 #ifndef _PMIDX_B3_FORMAT_H
 #define _PMIDX_B3_FORMAT_H
@@ -137,14 +134,6 @@ static inline bool b3_w_is_page(u64 w)
 
 /* ---- page --------------------------------------------------------------- */
 
-#define B3_LK_GEN_SHIFT		32
-#define B3_LK_USED_SHIFT	24
-#define B3_LK_LIVE_SHIFT	16
-#define B3_LK_CNT_MASK		0xffULL
-#define B3_LK_UNKNOWN		0xffU	/* @used not counted in this open yet */
-#define B3_LK_LOCKED		1ULL
-#define B3_LK_DEAD		2ULL	/* replaced by an SMO: writers retry */
-
 struct b3_page {
 	__le32	magic;		/* B3_PAGE_MAGIC */
 	u8	level;		/* 0: leaf page */
@@ -152,7 +141,7 @@ struct b3_page {
 	__le16	reserved0;
 	__le64	root;		/* child word of the BST root */
 	__le64	sibling;	/* right sibling page, 0: last of its level */
-	__le64	lock;		/* volatile, see above */
+	__le64	reserved2;
 	__le64	owner;		/* pool offset of the index root */
 	__le32	crc;		/* crc32c of magic..lowlen, owner, low */
 	__le32	reserved1;
@@ -169,7 +158,7 @@ struct b3_page {
 struct b3_root {
 	__le64	magic;		/* B3_ROOT_MAGIC, 0 while never used */
 	__le64	top;		/* root page, 0: empty index */
-	__le64	gen;		/* open generation (lock words) */
+	__le64	reserved0;
 	__le64	saved;		/* 1: the counters below are from a clean close */
 	__le64	keys;
 	__le64	pages;
@@ -186,7 +175,7 @@ static inline void b3_format_static_checks(void)
 	BUILD_BUG_ON(sizeof(struct b3_page) != B3_PAGE_SIZE);
 	BUILD_BUG_ON(sizeof(struct b3_root) != 256);
 	BUILD_BUG_ON(B3_SLOTS != 118);
-	BUILD_BUG_ON(B3_SLOTS >= B3_LK_UNKNOWN);
+	BUILD_BUG_ON(B3_SLOTS > 0xff);
 }
 
 #endif /* _PMIDX_B3_FORMAT_H */

@@ -9,14 +9,15 @@
  * reused while the page is live: a deleted node stays where it is until
  * the page is copied (lazy defragmentation, smo.c), so a lock-free reader
  * standing on a node that was just unlinked still reads the old node.
- * After a restart @used is recounted the first time a writer locks the
- * page (the highest reachable slot + 1): the slots above it were never
- * linked, or linked only before the crash, and no reader of this open
- * can stand on them. That is the paper's lazy garbage collection of dead
+ * Slot counts are DRAM (b3.h): after an attach @used is counted the first
+ * time a writer locks the page (the highest reachable slot + 1): the
+ * slots above it were never linked, or linked only before the detach or
+ * crash, and no reader of this open can stand on them. That is the paper's lazy garbage collection of dead
  * nodes, done per page when first written instead of by a scan.
  */
 #include <linux/crc32.h>
 #include <linux/errno.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include "core/blob.h"
 #include "b3.h"
@@ -26,7 +27,8 @@ bool b3_page_ok(const struct b3 *t, u64 off)
 {
 	const struct b3_page *p;
 
-	if (off < t->pool->alloc.data_off || off & (PMIDX_MIN_OBJ - 1) ||
+	if (off < t->pool->alloc.data_off ||
+	    (off - t->pool->alloc.data_off) & (B3_PAGE_SIZE - 1) ||
 	    off > t->pm->size - B3_PAGE_SIZE)
 		return false;
 	p = b3_pg(t, off);
@@ -85,97 +87,141 @@ void b3_blob_retire(struct b3 *t, u64 off)
 	pmidx_blob_retire(t->pool, off);
 }
 
-/* ---- the lock word ------------------------------------------------------ */
+/* ---- page states (DRAM, b3.h) --------------------------------------------- */
 
-static inline u64 lk_make(u32 gen, u32 used, u32 live, u64 flags)
+int b3_locks_init(struct b3 *t)
 {
-	return (u64)gen << B3_LK_GEN_SHIFT | (u64)used << B3_LK_USED_SHIFT |
-	       (u64)live << B3_LK_LIVE_SHIFT | flags;
+	u64 pages = ((u64)t->pool->alloc.nr_chunks << PMIDX_CHUNK_SHIFT) /
+		    B3_PAGE_SIZE;
+
+	t->nlocks = DIV_ROUND_UP(pages, B3_LT_LEAF);
+	t->locks = kvcalloc(t->nlocks, sizeof(*t->locks), GFP_KERNEL);
+	if (!t->locks)
+		return -ENOMEM;
+	atomic64_add(t->nlocks * sizeof(*t->locks), &t->dram_bytes);
+	return 0;
 }
 
-static inline u64 lk_load(const struct b3_page *p)
+void b3_locks_free(struct b3 *t)
 {
-	return le64_to_cpu(READ_ONCE(p->lock));
+	u64 i;
+
+	for (i = 0; t->locks && i < t->nlocks; i++)
+		kfree(t->locks[i]);
+	kvfree(t->locks);
 }
 
-u32 b3_used(const struct b3_page *p)
+/* The state word of page @p; NULL when there is no memory for its leaf. */
+static u64 *lk_word(struct b3 *t, const struct b3_page *p)
 {
-	return (lk_load(p) >> B3_LK_USED_SHIFT) & B3_LK_CNT_MASK;
+	u64 n = (b3_pgoff(t, p) - t->pool->alloc.data_off) / B3_PAGE_SIZE;
+	u64 *leaf, *old;
+
+	if (WARN_ON_ONCE(n >> B3_LT_SHIFT >= t->nlocks))
+		return NULL;
+	/* acquire: pairs with the cmpxchg that published the zeroed leaf */
+	leaf = smp_load_acquire(&t->locks[n >> B3_LT_SHIFT]);
+	if (!leaf) {
+		/* inside an epoch section: no sleeping allocation */
+		leaf = kzalloc(B3_LT_LEAF * sizeof(*leaf),
+			       GFP_ATOMIC | __GFP_NOWARN);
+		if (!leaf)
+			return NULL;
+		old = cmpxchg(&t->locks[n >> B3_LT_SHIFT], NULL, leaf);
+		if (old) {
+			kfree(leaf);
+			leaf = old;
+		} else {
+			atomic64_add(B3_LT_LEAF * sizeof(*leaf), &t->dram_bytes);
+		}
+	}
+	return &leaf[n & (B3_LT_LEAF - 1)];
 }
 
-u32 b3_live(const struct b3_page *p)
+static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
 {
-	return (lk_load(p) >> B3_LK_LIVE_SHIFT) & B3_LK_CNT_MASK;
+	u64 *w = lk_word(t, p);
+
+	return w ? READ_ONCE(*w) : 0;
+}
+
+u32 b3_used(struct b3 *t, const struct b3_page *p)
+{
+	return (lk_load(t, p) >> B3_LK_USED_SHIFT) & B3_LK_CNT_MASK;
+}
+
+u32 b3_live(struct b3 *t, const struct b3_page *p)
+{
+	return (lk_load(t, p) >> B3_LK_LIVE_SHIFT) & B3_LK_CNT_MASK;
 }
 
 /* Context: the page's lock held (or the page not published yet). */
-void b3_set_cnt(struct b3_page *p, u32 used, u32 live)
+void b3_set_cnt(struct b3 *t, struct b3_page *p, u32 used, u32 live)
 {
-	u64 w = lk_load(p);
+	u64 *lw = lk_word(t, p), w;
 
-	w &= ~((B3_LK_CNT_MASK << B3_LK_USED_SHIFT) |
-	       (B3_LK_CNT_MASK << B3_LK_LIVE_SHIFT));
-	WRITE_ONCE(p->lock, cpu_to_le64(w | (u64)used << B3_LK_USED_SHIFT |
-					 (u64)live << B3_LK_LIVE_SHIFT));
+	if (!lw)
+		return;		/* only after b3_lock() or b3_page_new() */
+	w = READ_ONCE(*lw) & ~((B3_LK_CNT_MASK << B3_LK_USED_SHIFT) |
+			       (B3_LK_CNT_MASK << B3_LK_LIVE_SHIFT));
+	WRITE_ONCE(*lw, w | B3_LK_VALID | (u64)used << B3_LK_USED_SHIFT |
+			(u64)live << B3_LK_LIVE_SHIFT);
 }
 
 /**
  * b3_lock - take the write lock of a page
  *
- * A lock word of an older generation is free whatever it says (the crash
- * or detach that left it ended its holder). Spins: the holder runs with
- * preemption off and holds no other lock it could wait on.
+ * Spins: the holder runs with preemption off and waits for no other lock
+ * while it holds this one. The first lock of a page in this open counts
+ * its slots (page.c file comment).
  *
  * Return: 0 locked; -EAGAIN the page was replaced (DEAD): go back to the
- * root; -EUCLEAN its BST is corrupt (not locked).
+ * root; -EUCLEAN its BST is corrupt, -ENOMEM (not locked).
  */
 int b3_lock(struct b3 *t, struct b3_page *p)
 {
+	u64 *lw = lk_word(t, p), old;
 	u32 used, live;
-	u64 old, new;
 	int ret;
 
+	if (!lw)
+		return -ENOMEM;
 	for (;;) {
-		old = lk_load(p);
-		if ((u32)(old >> B3_LK_GEN_SHIFT) == t->gen) {
-			if (old & B3_LK_DEAD)
-				return -EAGAIN;
-			if (old & B3_LK_LOCKED) {
-				cpu_relax();
-				continue;
-			}
-			new = old | B3_LK_LOCKED;
-		} else {
-			new = lk_make(t->gen, B3_LK_UNKNOWN, 0, B3_LK_LOCKED);
+		old = READ_ONCE(*lw);
+		if (old & B3_LK_DEAD)
+			return -EAGAIN;
+		if (old & B3_LK_LOCKED) {
+			cpu_relax();
+			continue;
 		}
-		if (cmpxchg(&p->lock, cpu_to_le64(old), cpu_to_le64(new)) ==
-		    cpu_to_le64(old))
+		if (cmpxchg(lw, old, old | B3_LK_LOCKED) == old)
 			break;
 	}
-	if (b3_used(p) != B3_LK_UNKNOWN)
+	if (old & B3_LK_VALID)
 		return 0;
 	ret = b3_reach(t, p, &used, &live);
 	if (ret) {
-		/* leave it uncounted: the next writer meets the same error */
-		smp_store_release(&p->lock,
-				  cpu_to_le64(lk_make(t->gen, B3_LK_UNKNOWN, 0, 0)));
+		smp_store_release(lw, old);
 		return ret;
 	}
-	b3_set_cnt(p, used, live);
+	b3_set_cnt(t, p, used, live);
 	return 0;
 }
 
 void b3_unlock(struct b3 *t, struct b3_page *p)
 {
+	u64 *lw = lk_word(t, p);
+
 	/* release: our node and child word stores before the next holder */
-	smp_store_release(&p->lock, cpu_to_le64(lk_load(p) & ~B3_LK_LOCKED));
+	smp_store_release(lw, READ_ONCE(*lw) & ~B3_LK_LOCKED);
 }
 
 /* Unlock a page an SMO replaced: its waiters go back to the root. */
 void b3_kill(struct b3 *t, struct b3_page *p)
 {
-	smp_store_release(&p->lock, cpu_to_le64((lk_load(p) & ~B3_LK_LOCKED) |
-						 B3_LK_DEAD));
+	u64 *lw = lk_word(t, p);
+
+	smp_store_release(lw, (READ_ONCE(*lw) & ~B3_LK_LOCKED) | B3_LK_DEAD);
 }
 
 /* ---- BST walks ---------------------------------------------------------- */
@@ -378,12 +424,19 @@ __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
 u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 {
 	struct b3_page *p;
-	u64 off;
+	u64 off, *lw;
 
 	off = pmidx_alloc(&t->pool->alloc, B3_PAGE_SIZE);
 	if (!off)
 		return 0;
 	p = b3_pg(t, off);
+	lw = lk_word(t, p);
+	if (!lw) {
+		pmidx_free(&t->pool->alloc, off);
+		return 0;
+	}
+	/* a new page (a freed one's state may linger): counted, empty */
+	WRITE_ONCE(*lw, B3_LK_VALID);
 	memset(p, 0, B3_NODES_OFF);
 	p->magic = cpu_to_le32(B3_PAGE_MAGIC);
 	p->level = level;
@@ -391,7 +444,6 @@ u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 	memcpy(p->low, low->p, low->len);
 	p->owner = cpu_to_le64(t->root_off);
 	p->crc = cpu_to_le32(b3_page_crc(p));
-	p->lock = cpu_to_le64(lk_make(t->gen, 0, 0, 0));
 	this_cpu_inc(t->pcpu->pages);
 	return off;
 }
@@ -435,7 +487,7 @@ void b3_build_leaf(struct b3 *t, struct b3_page *dst, const struct b3_lnode *src
 		dst->l[i].check = src[i].check;
 	}
 	dst->root = cpu_to_le64(build_leaf(dst, 0, n));
-	b3_set_cnt(dst, n, n);
+	b3_set_cnt(t, dst, n, n);
 }
 
 /* complete BST over children [lo, hi] (separator j between j and j + 1) */
@@ -466,7 +518,7 @@ void b3_build_inner(struct b3 *t, struct b3_page *dst, const u64 *child,
 		dst->i[i].check = sep[i].check;
 	}
 	dst->root = cpu_to_le64(build_inner(dst, child, 0, n));
-	b3_set_cnt(dst, n, n);
+	b3_set_cnt(t, dst, n, n);
 }
 
 /**

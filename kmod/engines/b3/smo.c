@@ -47,7 +47,7 @@
 
 static void persist_page(struct b3 *t, struct b3_page *p)
 {
-	pmidx_persist(t->pm, p, B3_NODES_OFF + b3_used(p) * B3_NODE_SIZE);
+	pmidx_persist(t->pm, p, B3_NODES_OFF + b3_used(t, p) * B3_NODE_SIZE);
 }
 
 /* A page never linked: back to the allocator at once. */
@@ -175,18 +175,18 @@ static int split(struct b3 *t, struct b3_path *path, int L)
 		if (ret)
 			goto fail;
 		r->root = cpu_to_le64(1);
-		b3_set_cnt(r, 1, 1);
+		b3_set_cnt(t, r, 1, 1);
 		persist_page(t, r);
 		b3_commit(t, &t->root->top, orr);
 		this_cpu_inc(t->pcpu->root_splits);
 	} else {
 		par = path->lv[L + 1].pg;
-		slot = b3_used(par);
+		slot = b3_used(t, par);
 		ret = b3_sep_make(t, &par->i[slot], &k2, o1, o2);
 		if (ret)
 			goto fail;
 		pmidx_persist(t->pm, &par->i[slot], B3_NODE_SIZE);
-		b3_set_cnt(par, slot + 1, b3_live(par) + 1);
+		b3_set_cnt(t, par, slot + 1, b3_live(t, par) + 1);
 		swap_in(t, p, b3_ref_word(t, &path->lv[L].ref), o1, slot + 1);
 	}
 	/* the median moved up as a new copy; @p's one goes with @p */
@@ -215,11 +215,11 @@ static int room_at(struct b3 *t, struct b3_path *path, int L, u32 need)
 	ret = b3_lock(t, p);
 	if (ret)
 		return ret == -EAGAIN ? 1 : ret;
-	if (b3_used(p) + need <= B3_SLOTS) {
+	if (b3_used(t, p) + need <= B3_SLOTS) {
 		b3_unlock(t, p);
 		return 0;
 	}
-	if (b3_live(p) + need <= B3_DEFRAG_MAX) {
+	if (b3_live(t, p) + need <= B3_DEFRAG_MAX) {
 		ret = defrag(t, path, L);
 	} else {
 		ret = L < path->top ? room_at(t, path, L + 1, 1) : 0;
@@ -295,7 +295,7 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 			return ret;
 	}
 	par = st->ref.pg;
-	base = b3_used(par);
+	base = b3_used(t, par);
 	for (j = 0; j + 1 < k; j++) {
 		lk = b3_low(pages[j + 1]);
 		ret = b3_sep_make(t, &par->i[base + j], &lk,
@@ -310,7 +310,7 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 	}
 	if (k > 1) {
 		pmidx_persist(t->pm, &par->i[base], (k - 1) * B3_NODE_SIZE);
-		b3_set_cnt(par, base + k - 1, b3_live(par) + k - 1);
+		b3_set_cnt(t, par, base + k - 1, b3_live(t, par) + k - 1);
 	}
 	b3_commit(t, ref, k > 1 ? base + 1 : b3_pgoff(t, pages[0]));
 	this_cpu_inc(t->pcpu->repairs);
@@ -445,7 +445,7 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 	ret = b3_lock(t, b);
 	if (ret)
 		goto out_a;
-	if (b3_live(a) + b3_live(b) > B3_MERGE_MAX)
+	if (b3_live(t, a) + b3_live(t, b) > B3_MERGE_MAX)
 		goto out_b;
 	na = gather(t, a, s->ln, NULL, NULL);
 	nb = na < 0 ? na : gather(t, b, s->ln + na, NULL, NULL);
@@ -472,7 +472,7 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 	}
 	/* one word now names A for A's and B's ranges: q's is gone */
 	swap_in(t, a, direct ? gw : wp, o, o);
-	b3_set_cnt(par, b3_used(par), b3_live(par) - 1);
+	b3_set_cnt(t, par, b3_used(t, par), b3_live(t, par) - 1);
 	b3_sep_free(t, q, false);
 	b3_kill(t, b);
 	b3_kill(t, a);

@@ -251,8 +251,7 @@ static int look_blob(struct b3 *t, struct b3_walk *w, u64 off)
 }
 
 /**
- * b3_recover - open: the root, a new generation, and after a crash the
- *              allocator's trace
+ * b3_recover - open: the root, and after a crash the allocator's trace
  *
  * Nothing is rebuilt (§3.1): after a clean detach this is O(1). After a
  * crash the only O(size) work is the allocator's trace (engine.h): every
@@ -264,7 +263,6 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 	struct b3_root *r = t->root;
 	struct b3_walk w = { .validate = true };
 	struct b3_pcpu *c;
-	u64 gen;
 	int ret;
 
 	if (!r->magic) {
@@ -277,13 +275,6 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 		pr_err("pmidx: index %s: not a b3 root\n", t->idx->name);
 		return -EUCLEAN;
 	}
-	/* a new generation: every lock word of an earlier open is free */
-	gen = le64_to_cpu(r->gen) + 1;
-	if (!(u32)gen)
-		gen++;
-	pmidx_store64_persist(t->pm, &r->gen, gen);
-	t->gen = (u32)gen;
-
 	c = per_cpu_ptr(t->pcpu, 0);
 	if (rc->clean && le64_to_cpu(r->saved) == 1) {
 		c->keys = le64_to_cpu(r->keys);
