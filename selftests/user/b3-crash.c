@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The b3 engine (kmod/engines/b3/) beyond the common engine tests:
+ *  - structure: enough mixed-size keys (1..255 bytes) and values (0 up
+ *    to 64 KiB) for leaf splits, internal page splits and root growth,
+ *    then deletes down to a few keys (merges, root collapse), with the
+ *    checker, scans (resume included), a clean and a crash re-attach,
+ *    and a drop that leaves no object behind;
+ *  - flushes per insert: the 2-flush commit of §3.2.1, measured;
+ *  - threads: writers, lock-free readers and a scanner at once;
+ *  - the ADR crash simulator (store-prefix model too) over a workload
+ *    that splits, defragments and merges pages: every acknowledged op
+ *    with its latest value after any crash, nothing unacknowledged, the
+ *    checker passing, and the writers' lazy repair of what a crash cut
+ *    short.
+ *
+ * Run: make -f tools/testing/user.mk B=DIR DIR/user/plain/b3-crash
+ * Replay one failure: PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V
+ *   b3-crash --seed S --only NAME
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <linux/prandom.h>
+#include <shim/shim.h>
+#include "core/engine.h"
+#include "crashsim.h"
+#include "harness.h"
+#include "engines/b3/b3.h"
+
+#define SZ		(256ULL << 20)
+
+/* key n: 1..255 bytes, unique by its first 3 bytes */
+static u32 key_of(u64 n, u8 *k)
+{
+	static const u8 lens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
+	u32 len = lens[n % sizeof(lens)], i;
+
+	k[0] = n >> 16;
+	k[1] = n >> 8;
+	k[2] = n;
+	for (i = 3; i < len; i++)
+		k[i] = (n * 31 + i * 7) & 0xff;
+	if (len < 3)
+		len = 3;
+	return len;
+}
+
+static u32 val_of(u64 id, u8 *v)
+{
+	static const u32 lens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
+	u32 len = lens[id % ARRAY_SIZE(lens)], i;
+	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
+
+	for (i = 0; i < len; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		v[i] = s;
+	}
+	return len;
+}
+
+static u8 vbuf[65536], gbuf[65536];
+
+static int put(struct pmidx_index *idx, u64 n, u64 v)
+{
+	u8 k[256];
+	u32 kl = key_of(n, k), vl = val_of(v, vbuf);
+
+	return idx->ops->put(idx, k, kl, vbuf, vl, 0);
+}
+
+static int get_is(struct pmidx_index *idx, u64 n, u64 v)
+{
+	u8 k[256];
+	u32 kl = key_of(n, k), gl = sizeof(gbuf), vl;
+	int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+
+	if (ret)
+		return ret;
+	vl = val_of(v, vbuf);
+	return gl == vl && !memcmp(gbuf, vbuf, vl) ? 0 : -EBADMSG;
+}
+
+static int del(struct pmidx_index *idx, u64 n)
+{
+	u8 k[256];
+	u32 kl = key_of(n, k);
+
+	return idx->ops->del(idx, k, kl);
+}
+
+struct counter {
+	struct pmidx_scan_sink	sink;
+	u64			n, limit;
+	u8			last[256];
+	u32			last_len;
+	bool			bad;
+};
+
+static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
+		      const u8 *val, u32 vlen)
+{
+	struct counter *c = container_of(sink, struct counter, sink);
+
+	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
+		c->bad = true;
+	memcpy(c->last, key, klen);
+	c->last_len = klen;
+	c->n++;
+	return c->limit && c->n % c->limit == 0;
+}
+
+/* a full scan, in pieces of @limit records resumed after the last key */
+static u64 scan_all(struct pmidx_index *idx, u64 limit)
+{
+	struct counter c = { .sink.emit = count_emit, .limit = limit };
+	u64 before;
+
+	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
+	while (limit && c.n && c.n % limit == 0) {
+		u8 start[256];
+		u32 sl = c.last_len;
+
+		before = c.n;
+		memcpy(start, c.last, sl);
+		UT_EQ(idx->ops->scan(idx, start, sl, true, NULL, 0, &c.sink), 0);
+		if (c.n == before)
+			break;
+	}
+	UT_ASSERT(!c.bad);
+	return c.n;
+}
+
+static void verify(struct pmidx_index *idx, const u64 *state, u64 n,
+		   const char *when)
+{
+	const char *why = NULL;
+	u64 i, live = 0, keys;
+
+	for (i = 0; i < n; i++) {
+		int ret = get_is(idx, i, state[i] ? state[i] - 1 : 0);
+
+		if (state[i])
+			live++;
+		UT_ASSERT_MSG(state[i] ? !ret : ret == -ENOENT,
+			      "%s: key %llu: %d", when, (unsigned long long)i, ret);
+	}
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "%s: check: %s", when, why);
+	UT_EQ(keys, live);
+	UT_EQ(scan_all(idx, 0), live);
+	UT_EQ(scan_all(idx, 97), live);
+}
+
+static struct b3_pcpu b3_sum(struct pmidx_index *idx)
+{
+	struct b3 *t = idx->priv;
+	struct b3_pcpu s = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct b3_pcpu *c = per_cpu_ptr(t->pcpu, cpu);
+
+		s.splits += c->splits;
+		s.merges += c->merges;
+		s.defrags += c->defrags;
+		s.root_splits += c->root_splits;
+		s.repairs += c->repairs;
+	}
+	return s;
+}
+
+static int height(struct pmidx_index *idx)
+{
+	struct b3 *t = idx->priv;
+	u64 top = le64_to_cpu(t->root->top);
+
+	return top ? b3_pg(t, top)->level + 1 : 0;
+}
+
+#define NBIG	30000
+
+static void b3_structure(void)
+{
+	void *img = ut_img_alloc(SZ), *crash;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 *state = calloc(NBIG, sizeof(*state)), i, j;
+	struct b3_pcpu s;
+	struct rnd_state rs;
+
+	prandom_seed_state(&rs, ut_seed);
+	UT_EQ(pmidx_index_create(pool, "b3", PMIDX_ENGINE_B3, &idx, &why), 0);
+	/* random order, some values of 64 KiB */
+	for (j = 0; j < NBIG; j++) {
+		i = (j * 7919) % NBIG;
+		UT_EQ(put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
+		state[i] = (i % 10 == 9 && i % 70 ? i + 1 : i) + 1;
+	}
+	verify(idx, state, NBIG, "after inserts");
+	s = b3_sum(idx);
+	ut_note("b3: %d levels, %llu splits (%llu root), %llu defrags after %u inserts",
+		height(idx), (unsigned long long)s.splits,
+		(unsigned long long)s.root_splits, (unsigned long long)s.defrags, NBIG);
+	UT_ASSERT(height(idx) >= 3);	/* internal pages split too */
+	for (i = 0; i < NBIG; i += 3) {	/* updates, size changes */
+		UT_EQ(put(idx, i, i + 3), 0);
+		state[i] = i + 4;
+	}
+	UT_EQ(del(idx, NBIG + 5), -ENOENT);
+	for (j = 0; j < NBIG; j++) {	/* delete 95 % */
+		i = (j * 104729) % NBIG;
+		if (i % 20 == 0)
+			continue;
+		UT_EQ(del(idx, i), 0);
+		state[i] = 0;
+	}
+	verify(idx, state, NBIG, "after deletes");
+	s = b3_sum(idx);
+	ut_note("b3: %d levels, %llu merges, %llu defrags after deletes",
+		height(idx), (unsigned long long)s.merges,
+		(unsigned long long)s.defrags);
+	UT_ASSERT(s.merges > 0);
+	pmidx_pool_close(pool);
+	pool = ut_pool_open(img, SZ);
+	idx = pmidx_index_lookup(pool, "b3");
+	UT_ASSERT(idx && idx->opened);
+	verify(idx, state, NBIG, "after re-attach");
+	for (i = 1; i < NBIG; i += 2) {
+		UT_EQ(put(idx, i, i + 9), 0);
+		state[i] = i + 10;
+	}
+	crash = ut_img_dup(img, SZ);
+	{
+		struct pmidx_pool *rec = ut_pool_open(crash, SZ);
+		struct pmidx_index *ri = pmidx_index_lookup(rec, "b3");
+
+		UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
+		verify(ri, state, NBIG, "after crash recovery");
+		UT_EQ(pmidx_index_drop(rec, "b3", &why), 0);
+		UT_EQ(ut_stat(rec, PMIDX_STAT_ALLOC_OBJECTS), 0);
+		pmidx_pool_close(rec);
+	}
+	UT_EQ(pmidx_index_drop(pool, "b3", &why), 0);
+	UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+	pmidx_pool_close(pool);
+	ut_img_free(crash, SZ);
+	ut_img_free(img, SZ);
+	free(state);
+}
+
+/* §3.2.1: a new key costs 2 flushes, the node and the commit word */
+static void b3_flushes(void)
+{
+	void *img = ut_img_alloc(64ULL << 20);
+	struct pmidx_pool *pool = ut_pool_new(img, 64ULL << 20);
+	struct pmidx_index *idx;
+	struct pmidx_pmem_stats a, b;
+	const char *why = NULL;
+	u64 i, n = 20000;
+	u8 k[8], v[8] = { 1 };
+
+	UT_EQ(pmidx_index_create(pool, "f", PMIDX_ENGINE_B3, &idx, &why), 0);
+	UT_EQ(idx->ops->put(idx, (const u8 *)"\0\0\0\0\0\0\0\0", 8, v, 8, 0), 0);
+	pmidx_pmem_sum_stats(&pool->pm, &a);
+	UT_EQ(idx->ops->put(idx, (const u8 *)"\0\0\0\0\0\0\0\1", 8, v, 8, 0), 0);
+	pmidx_pmem_sum_stats(&pool->pm, &b);
+	UT_EQ(b.flushes - a.flushes, 2);
+	UT_EQ(b.fences - a.fences, 2);
+	pmidx_pmem_sum_stats(&pool->pm, &a);
+	for (i = 0; i < n; i++) {
+		u64 be = cpu_to_be64(i * 0x9e3779b97f4a7c15ULL);
+
+		memcpy(k, &be, 8);
+		UT_EQ(idx->ops->put(idx, k, 8, v, 8, 0), 0);
+	}
+	pmidx_pmem_sum_stats(&pool->pm, &b);
+	ut_note("b3: 8-byte keys/values: %.2f flushes, %.2f fences per insert over %llu random inserts (splits included)",
+		(double)(b.flushes - a.flushes) / n, (double)(b.fences - a.fences) / n,
+		(unsigned long long)n);
+	pmidx_pool_close(pool);
+	ut_img_free(img, 64ULL << 20);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+#define TKEYS	4000
+#define TROUNDS	6000
+
+struct targ {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	_Atomic int		*stop;
+	unsigned long		errors;
+};
+
+/* key n is stable (value n) for even n; writers churn the odd ones */
+static void *writer(void *p)
+{
+	struct targ *a = p;
+	struct rnd_state rs;
+	u8 k[256], v[300];
+	unsigned int r;
+
+	prandom_seed_state(&rs, ut_seed + a->id);
+	for (r = 0; r < TROUNDS; r++) {
+		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
+		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
+
+		memset(v, r, vl);
+		if (prandom_u32_state(&rs) % 3)
+			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
+		else
+			a->errors += a->idx->ops->del(a->idx, k, kl) == -EBUSY;
+	}
+	return NULL;
+}
+
+static void *reader(void *p)
+{
+	struct targ *a = p;
+	u8 k[256], v[300];
+	u64 n = a->id;
+
+	while (!*a->stop) {
+		u32 kl, vl = sizeof(v);
+		u8 want[16];
+
+		n = (n + 2 * 7919) % TKEYS & ~1ULL;
+		kl = key_of(n, k);
+		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
+			a->errors++;
+			continue;
+		}
+		memcpy(want, &n, 8);
+		a->errors += !!memcmp(v, want, 8);
+	}
+	return NULL;
+}
+
+static void *scanner(void *p)
+{
+	struct targ *a = p;
+
+	while (!*a->stop) {
+		struct counter c = { .sink.emit = count_emit };
+
+		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
+						 &c.sink);
+		a->errors += c.bad || c.n < TKEYS / 2;
+	}
+	return NULL;
+}
+
+static void b3_threads(void)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct targ args[6];
+	pthread_t th[6];
+	_Atomic int stop = 0;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 n, keys;
+	int i;
+
+	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < TKEYS; n += 2) {
+		u8 k[256];
+		u32 kl = key_of(n, k);
+
+		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
+	}
+	for (i = 0; i < 6; i++) {
+		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		UT_EQ(pthread_create(&th[i], NULL,
+				     i < 3 ? writer : i < 5 ? reader : scanner,
+				     &args[i]), 0);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	stop = 1;
+	for (i = 3; i < 6; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 6; i++)
+		UT_ASSERT_MSG(!args[i].errors, "thread %d: %lu errors", i,
+			      args[i].errors);
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+}
+
+/* ---- the crash simulator ------------------------------------------------- */
+
+#define CKEYS	300
+
+struct wl_arg {
+	u64		seed;
+	unsigned int	ops;
+};
+
+static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct wl_arg *a = arg;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	struct rnd_state rs;
+	unsigned int op, i;
+	u8 k[256];
+	int ret;
+
+	prandom_seed_state(&rs, a->seed);
+	if (pmidx_pool_format(img, size, true, &why))
+		return -EIO;
+	pool = pmidx_pool_open(img, size, false, &why);
+	if (IS_ERR(pool))
+		return PTR_ERR(pool);
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
+	if (pmidx_index_create(pool, "kv", PMIDX_ENGINE_B3, &idx, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	for (i = 0; i < a->ops; i++) {
+		/* inserts first (splits), then mostly deletes (merges) */
+		bool d = prandom_u32_state(&rs) % 8 < (i < a->ops / 2 ? 1 : 6);
+		u64 n = prandom_u32_state(&rs) % CKEYS, v = prandom_u32_state(&rs) % 1000;
+		u32 kl = key_of(n, k);
+
+		op = crashsim_op_begin(cs, d ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
+				       "kv", k, kl, v);
+		ret = d ? del(idx, n) : put(idx, n, v % 10 == 9 ? v - 1 : v);
+		if (ret && !(d && ret == -ENOENT))
+			return ret;
+		crashsim_op_ack(cs, op);
+		if (i == a->ops / 3) {		/* detach and attach */
+			pmidx_pool_close(pool);
+			pool = pmidx_pool_open(img, size, false, &why);
+			if (IS_ERR(pool))
+				return PTR_ERR(pool);
+			idx = pmidx_index_lookup(pool, "kv");
+			if (!idx || !idx->opened)
+				return -EIO;
+		}
+	}
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
+		       struct pmidx_pool *pool, int err, const char *why, void *arg)
+{
+	struct pmidx_index *idx;
+	struct crashsim_expect e;
+	u64 n, keys, live = 0;
+	unsigned int r;
+
+	if (!pool) {
+		if (!crashsim_note_acked(cs, "create") && (err == -EINVAL || err == -EUCLEAN))
+			return 0;
+		crashsim_fail(cs, "attach failed: %d (%s)", err, why);
+		return -1;
+	}
+	idx = pmidx_index_lookup(pool, "kv");
+	if (!idx) {
+		if (crashsim_note_acked(cs, "create"))
+			crashsim_fail(cs, "acknowledged index lost");
+		return 0;
+	}
+	for (r = 0; r < 2; r++) {	/* then once more after a writer's repair */
+		live = 0;
+		for (n = 0; n < CKEYS; n++) {
+			u8 k[256];
+			u32 kl = key_of(n, k), gl = sizeof(gbuf);
+			int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+			unsigned int x;
+			u64 v = 0;
+
+			if (ret && ret != -ENOENT) {
+				crashsim_fail(cs, "key %llu: get %d", (unsigned long long)n, ret);
+				continue;
+			}
+			crashsim_expect(cs, k, kl, &e);
+			for (x = 0; !ret && x < e.n; x++) {
+				u64 w = e.value[x] % 10 == 9 ? e.value[x] - 1 : e.value[x];
+				u32 vl = val_of(w, vbuf);
+
+				if (e.present[x] && gl == vl && !memcmp(gbuf, vbuf, vl))
+					v = e.value[x];
+			}
+			if (!crashsim_expect_ok(&e, !ret, v))
+				crashsim_fail(cs, "key %llu: %s, expected %s (of %u outcomes)",
+					      (unsigned long long)n,
+					      !ret ? "present with another value" : "absent",
+					      e.present[0] ? "present" : "absent", e.n);
+			live += !ret;
+		}
+		if (idx->ops->check(idx, &keys, &why))
+			crashsim_fail(cs, "engine check: %s", why);
+		else if (keys != live)
+			crashsim_fail(cs, "check counts %llu keys, get %llu",
+				      (unsigned long long)keys, (unsigned long long)live);
+		if (scan_all(idx, 0) != live)
+			crashsim_fail(cs, "scan disagrees with get");
+		if (r)
+			break;
+		/* a writer over the whole key space meets any leftover */
+		for (n = 0; n < CKEYS; n += 7) {
+			u8 k[256];
+			u32 kl = key_of(n, k), gl = sizeof(gbuf);
+
+			if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
+			    idx->ops->put(idx, k, kl, gbuf, gl, 0))
+				crashsim_fail(cs, "rewrite of key %llu failed",
+					      (unsigned long long)n);
+		}
+	}
+	crashsim_check_pool(cs, pool, -1);
+	return 0;
+}
+
+static unsigned int samples = 400;
+
+static void run(const char *name, unsigned int ops)
+{
+	struct wl_arg arg = { .seed = ut_seed, .ops = ops };
+	struct crashsim_workload wl = {
+		.name = name, .run = wl_b3, .check = check_image, .arg = &arg,
+	};
+	struct crashsim_config cfg = {
+		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
+		.samples = samples, .exhaustive_max = samples, .only_point = -1,
+		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
+		.prefix = crashsim_prefix_default(),
+	};
+	struct crashsim_result res;
+	const char *e;
+
+	if ((e = getenv("PMIDX_CRASH_POINT")))
+		cfg.only_point = strtol(e, NULL, 0);
+	if ((e = getenv("PMIDX_CRASH_VARIANT")))
+		cfg.only_variant = strtol(e, NULL, 0);
+	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	crashsim_print_result(name, &cfg, &res);
+	UT_ASSERT(res.points > 0 && res.images >= res.points);
+	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
+		      (unsigned long long)res.failures);
+	UT_ASSERT_MSG(!res.unflushed_at_end,
+		      "%llu lines written but never made durable",
+		      (unsigned long long)res.unflushed_at_end);
+}
+
+static void b3_crash_smo(void)
+{
+	run("b3_crash_smo", 1200);
+}
+
+static const struct ut_test tests[] = {
+	UT_TEST(b3_flushes),
+	UT_TEST(b3_structure),
+	UT_TEST(b3_threads),
+	UT_TEST(b3_crash_smo),
+};
+
+int main(int argc, char **argv)
+{
+	const char *e = getenv("PMIDX_CRASH_SAMPLES");
+
+	if (e)
+		samples = strtoul(e, NULL, 0);
+	if (crashsim_parse_model(&argc, argv))
+		return 2;
+	return ut_main(argc, argv, "b3-crash", tests, ARRAY_SIZE(tests));
+}
