@@ -10,13 +10,13 @@
  * measured phase is observed; the XPBuffer is drained at its end. The
  * ccl GC thread runs as in the kernel (ccl_th_log, default 20 %).
  *
- *   ccl-xpline [--engine all|ccl|utree] [--nbatch LIST] [--naive]
+ *   ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]
  *              [--dist LIST] [--theta T] [--warm W] [--ops N]
  *              [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]
  *              [--json FILE]
  *   ccl-xpline W [N]                  (the earlier form: --dist new)
  *
- *   --engine all   utree, ccl with each --nbatch (default 1,2,3,4,5), and
+ *   --engine all   utree, b3, ccl with each --nbatch (default 1,2,3,4,5), and
  *                  ccl with the naive GC at the default N_batch (2)
  *   --engine ccl   ccl with each --nbatch (default 2); --naive: naive GC
  *   --dist         comma list of: uniform (upserts, items uniform over
@@ -178,7 +178,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		snprintf(label, sizeof(label), "ccl nbatch %u%s", nbatch,
 			 naive ? " naive-gc" : "");
 	else
-		snprintf(label, sizeof(label), "utree");
+		snprintf(label, sizeof(label), "%s", pmidx_engine_name(engine));
 	printf("%-7s %-22s lines/op %6.3f  xplines/op %6.3f  XBI %6.2f  CLI %5.2f",
 	       dist_name[d], label, (double)st.lines / c->ops,
 	       (double)st.xpline_writes / c->ops,
@@ -197,7 +197,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 			"\"gc_runs\":%llu,\"model\":",
 			dist_name[d], d == D_ZIPF ? c->theta : 0,
 			(unsigned long long)c->warm,
-			(unsigned long long)c->keyspace, ccl ? "ccl" : "utree",
+			(unsigned long long)c->keyspace, ccl ? "ccl" : pmidx_engine_name(engine),
 			ccl ? nbatch : 0, naive ? "true" : "false",
 			(unsigned long long)la, (unsigned long long)lf,
 			(unsigned long long)gc);
@@ -216,7 +216,7 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree] [--nbatch LIST] [--naive]\n"
+	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]\n"
 		"                  [--dist uniform,zipf,new] [--theta T] [--warm W] [--ops N]\n"
 		"                  [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]\n"
 		"                  [--json FILE]\n"
@@ -317,7 +317,8 @@ int main(int argc, char **argv)
 	if (!c.keyspace)
 		c.keyspace = c.warm;
 	if (!c.ops || !c.keyspace || !(c.theta >= 0 && c.theta < 1) ||
-	    (strcmp(engine, "all") && strcmp(engine, "ccl") && strcmp(engine, "utree")))
+	    (strcmp(engine, "all") && strcmp(engine, "ccl") && strcmp(engine, "utree") &&
+	     strcmp(engine, "b3")))
 		usage();
 	if (!c.pool_size) {		/* generous: utree needs ~150 B a key */
 		c.pool_size = (c.warm + c.ops) * 1024;
@@ -334,7 +335,10 @@ int main(int argc, char **argv)
 		if (!strcmp(engine, "all") || !strcmp(engine, "utree"))
 			if (run(&c, d, PMIDX_ENGINE_UTREE, 0, false))
 				return 1;
-		if (!strcmp(engine, "utree"))
+		if (!strcmp(engine, "all") || !strcmp(engine, "b3"))
+			if (run(&c, d, PMIDX_ENGINE_B3, 0, false))
+				return 1;
+		if (!strcmp(engine, "utree") || !strcmp(engine, "b3"))
 			continue;
 		if (!nbmask)
 			nbmask = !strcmp(engine, "all") ? 0x3e : 1U << 2;

@@ -160,6 +160,7 @@ static void ut_fe_reseal(u8 *img, const struct fe_obj *o);
 static const struct fe_engine engines[] = {
 	{ PMIDX_ENGINE_CCL, ccl_fe_setup, ccl_fe_classify, NULL, ccl_fe_extra },
 	{ PMIDX_ENGINE_UTREE, NULL, ut_fe_classify, ut_fe_reseal, NULL },
+	{ PMIDX_ENGINE_B3, NULL, NULL, NULL, NULL },
 };
 
 #define FE_NENG		ARRAY_SIZE(engines)

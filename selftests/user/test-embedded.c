@@ -54,6 +54,7 @@ static const struct {
 } idxs[] = {
 	{ "emb-utree", PMIDX_ENGINE_UTREE },
 	{ "emb-ccl", PMIDX_ENGINE_CCL },
+	{ "emb-b3", PMIDX_ENGINE_B3 },
 };
 
 static int val_of(uint64_t i, char *buf)

@@ -21,13 +21,12 @@
  *   A full page sends the writer to smo.c (defragmentation or split) and
  *   back.
  * Delete (§3.2.3 for leaves): a node with at most one child: its parent's
- *   child word := that child (one store). With two children: a copy of
- *   its successor S with the deleted node's children goes into a free
- *   slot, the parent's word is repointed to the copy (the commit), then
- *   S's parent word skips S. Until that last store S is a shadow: a
- *   second node with the copy's key, below it, which every search meets
- *   second and every in-order walk skips (page.c). A crash may leave it;
- *   the page's next copy-on-write drops it.
+ *   child word := that child (one store). A node with two children would
+ *   need its successor moved up, which no single store does without a
+ *   lock-free reader already below the node missing the successor's key;
+ *   so the page is copied without the node instead (smo.c
+ *   b3_del_cow(), the copy-on-write of §3.2.4 swapped in by the SMO
+ *   protocol).
  * Scan: leaf by leaf, each page's live nodes in key order (an in-order
  *   walk of its BST), then on at the low key of the sibling through a new
  *   descent, so a page replaced meanwhile is never followed.
@@ -306,15 +305,15 @@ struct del_ctx {
 
 /*
  * Delete from locked leaf @p.
- * Return: 0, -ENOENT, 1 when a free slot is needed and there is none.
+ * Return: 0, -ENOENT, 2 when the node has two children.
  */
 static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		    struct del_ctx *dc)
 {
-	u32 u = b3_used(t, p), live = b3_live(t, p), l, r, w, s, n = 0;
-	struct b3_lnode *d, *nn;
+	u32 live = b3_live(t, p), l, r;
+	struct b3_lnode *d;
 	struct b3_lpos pos;
-	int sp = -1, ret;
+	int ret;
 
 	ret = b3_leaf_find(t, p, k, &pos);
 	if (ret)
@@ -324,32 +323,10 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	d = &p->l[pos.slot];
 	l = b3_ld32(&d->left);
 	r = b3_ld32(&d->right);
-	if (!l || !r) {
-		b3_leaf_link(t, p, pos.parent, pos.right, l ?: r);
-		live--;
-	} else {
-		if (u >= B3_SLOTS)
-			return 1;
-		/* S: the successor, leftmost below the right child */
-		s = r - 1;
-		while ((w = b3_ld32(&p->l[s].left))) {
-			if (!b3_w_is_slot(w) || ++n > B3_SLOTS)
-				return -EUCLEAN;
-			sp = s;
-			s = w - 1;
-		}
-		nn = &p->l[u];
-		node_fill(nn, p->l[s].key, READ_ONCE(p->l[s].val),
-			  le32_to_cpu(p->l[s].meta), cpu_to_le32(l),
-			  cpu_to_le32(sp < 0 ? b3_ld32(&p->l[s].right) : r));
-		pmidx_persist(t->pm, nn, sizeof(*nn));
-		b3_set_cnt(t, p, u + 1, live);
-		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);  /* commit */
-		if (sp >= 0)	/* S is a shadow until this store */
-			b3_leaf_link(t, p, sp, false, b3_ld32(&p->l[s].right));
-		live--;
-		b3_set_cnt(t, p, u + 1, live);
-	}
+	if (l && r)
+		return 2;	/* two children: b3_del_cow() */
+	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r);
+	live--;
 	b3_set_cnt(t, p, b3_used(t, p), live);
 	dc->kw = d->key;
 	dc->vw = d->val;
@@ -380,10 +357,17 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		root = b3_pgoff(t, p) == b3_ld(&t->root->top);
 		ret = leaf_del(t, p, &k, &dc);
 		b3_unlock(t, p);
-		if (ret != 1)
+		if (ret != 2)
 			break;
-		ret = smo_call(t, &k, b3_make_room);
-		if (ret)
+		/* copy-on-write of the page without the node */
+		pmidx_epoch_exit(&t->pool->epoch);
+		mutex_lock(&t->smo);
+		writer_enter(t);
+		ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
+		pmidx_epoch_exit(&t->pool->epoch);
+		mutex_unlock(&t->smo);
+		writer_enter(t);
+		if (ret != -EAGAIN)
 			break;
 	}
 	if (!ret && !root &&
@@ -517,7 +501,8 @@ static int b3_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		return -ENOMEM;
 	st->val = st->vinit;
 	st->vcap = sizeof(st->vinit);
-	memcpy(st->cur, start, start_len);
+	if (start_len)
+		memcpy(st->cur, start, start_len);
 	st->curlen = start_len;
 	st->incl = !after;
 	pmidx_epoch_enter(&t->pool->epoch);

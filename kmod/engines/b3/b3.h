@@ -237,6 +237,8 @@ struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p);
 int b3_make_room(struct b3 *t, const struct b3_key *k);
 int b3_fix(struct b3 *t, const struct b3_key *k);
 int b3_try_merge(struct b3 *t, const struct b3_key *k);
+int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
+	       u32 *meta, u32 *live);
 
 /* ---- walk.c ------------------------------------------------------------- */
 

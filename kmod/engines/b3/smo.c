@@ -317,6 +317,75 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 	return 1;
 }
 
+/**
+ * b3_del_cow - delete @k from its leaf by copying the page without it
+ * @kw, @vw, @meta: the deleted node's words (its blobs: the caller's)
+ * @live: keys left in the page
+ *
+ * Context: under t->smo, inside an epoch section.
+ * Return: 0, -ENOENT, -EAGAIN (look again: a simple delete may do now).
+ */
+int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
+	       u32 *meta, u32 *live)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_path *path = &s->path;
+	struct b3_lpos pos;
+	struct b3_page *p, *np;
+	struct b3_key low;
+	int ret, n, i;
+	u64 o;
+
+	for (;;) {
+		ret = b3_descend(t, k, 0, path);
+		if (ret)
+			return ret;
+		if (path->bad < 0)
+			break;
+		ret = fix_path(t, path);
+		if (ret < 0)
+			return ret;
+	}
+	p = path->lv[0].pg;
+	ret = b3_lock(t, p);
+	if (ret)
+		return ret;
+	ret = b3_leaf_find(t, p, k, &pos);
+	if (!ret && pos.slot < 0)
+		ret = -ENOENT;
+	if (ret)
+		goto out;
+	n = gather(t, p, s->ln, NULL, NULL);
+	for (i = 0; i < n && s->slots[i] != pos.slot; i++)
+		;
+	ret = -EUCLEAN;
+	if (n < 0 || i == n)
+		goto out;
+	*kw = s->ln[i].key;
+	*vw = s->ln[i].val;
+	*meta = le32_to_cpu(s->ln[i].meta);
+	memmove(&s->ln[i], &s->ln[i + 1], (n - i - 1) * sizeof(s->ln[0]));
+	low = b3_low(p);
+	o = b3_page_new(t, 0, &low);
+	ret = -ENOSPC;
+	if (!o)
+		goto out;
+	np = b3_pg(t, o);
+	b3_build_leaf(t, np, s->ln, n - 1);
+	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
+	persist_page(t, np);
+	swap_in(t, p, b3_ref_word(t, &path->lv[0].ref), o, o);
+	b3_kill(t, p);
+	b3_page_retire(t, b3_pgoff(t, p));
+	this_cpu_inc(t->pcpu->defrags);
+	this_cpu_dec(t->pcpu->keys);
+	*live = n - 1;
+	return 0;
+out:
+	b3_unlock(t, p);
+	return ret;
+}
+
 /* An empty index gets its first leaf: one store of b3_root.top. */
 static int first_leaf(struct b3 *t)
 {
