@@ -471,6 +471,7 @@ static int scan_page(struct b3 *t, struct b3_page *p, struct b3_scan_state *st,
 			return ret;
 		memcpy(st->cur, st->kbuf, klen);
 		st->curlen = klen;
+		cur.len = klen;		/* @cur is st->cur: the key just read */
 		if (vlen > st->vcap) {
 			st->need = vlen;
 			st->incl = true;
