@@ -206,6 +206,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			/* in place: one 8-byte store, after the blob's bytes */
 			if (meta & B3_M_VBLOB)
 				pc->old_blob = le64_to_cpu(n->val);
+			/* release: pairs with the reader's load of the word */
 			smp_store_release(&n->val, pc->vword);
 			pmidx_persist(t->pm, &n->val, sizeof(n->val));
 			pc->vblob = 0;

@@ -169,11 +169,13 @@ static inline u64 b3_pgoff(const struct b3 *t, const struct b3_page *p)
 /* Load a child word; acquire: the node or page it names is read after. */
 static inline u64 b3_ld(const __le64 *w)
 {
+	/* acquire: pairs with the release in b3_commit() */
 	return le64_to_cpu(smp_load_acquire(w));
 }
 
 static inline u32 b3_ld32(const __le32 *w)
 {
+	/* acquire: pairs with the release in b3_leaf_link() */
 	return le32_to_cpu(smp_load_acquire(w));
 }
 

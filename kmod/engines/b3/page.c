@@ -123,7 +123,7 @@ static u64 *lk_word(struct b3 *t, const struct b3_page *p)
 	leaf = smp_load_acquire(&t->locks[n >> B3_LT_SHIFT]);
 	if (!leaf) {
 		/* inside an epoch section: no sleeping allocation */
-		leaf = kzalloc(B3_LT_LEAF * sizeof(*leaf),
+		leaf = kcalloc(B3_LT_LEAF, sizeof(*leaf),
 			       GFP_ATOMIC | __GFP_NOWARN);
 		if (!leaf)
 			return NULL;
@@ -201,6 +201,7 @@ int b3_lock(struct b3 *t, struct b3_page *p)
 		return 0;
 	ret = b3_reach(t, p, &used, &live);
 	if (ret) {
+		/* release: unlock, uncounted; nothing was written */
 		smp_store_release(lw, old);
 		return ret;
 	}
@@ -221,6 +222,7 @@ void b3_kill(struct b3 *t, struct b3_page *p)
 {
 	u64 *lw = lk_word(t, p);
 
+	/* release: the SMO's stores before a waiter sees DEAD */
 	smp_store_release(lw, (READ_ONCE(*lw) & ~B3_LK_LOCKED) | B3_LK_DEAD);
 }
 
@@ -385,6 +387,7 @@ int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
  */
 void b3_commit(struct b3 *t, __le64 *w, u64 val)
 {
+	/* release: pairs with b3_ld() */
 	smp_store_release(w, cpu_to_le64(val));
 	pmidx_persist(t->pm, w, sizeof(*w));
 }
@@ -400,6 +403,7 @@ void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
 		return;
 	}
 	w = right ? &p->l[parent].right : &p->l[parent].left;
+	/* release: pairs with b3_ld32() */
 	smp_store_release(w, cpu_to_le32(val));
 	pmidx_persist(t->pm, w, sizeof(*w));
 }

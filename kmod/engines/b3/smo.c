@@ -91,11 +91,11 @@ static int gather(struct b3 *t, struct b3_page *p, struct b3_lnode *ln,
 	return n;
 }
 
-/* Copy-on-write of locked page @p at level @L into a complete BST. */
-static int defrag(struct b3 *t, struct b3_path *path, int L)
+/* Copy-on-write of locked page @p at level @lvl into a complete BST. */
+static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 {
 	struct b3_scratch *s = t->scr;
-	struct b3_page *p = path->lv[L].pg, *np;
+	struct b3_page *p = path->lv[lvl].pg, *np;
 	struct b3_key low = b3_low(p);
 	int n;
 	u64 o;
@@ -113,7 +113,7 @@ static int defrag(struct b3 *t, struct b3_path *path, int L)
 		b3_build_inner(t, np, s->child, s->in, n);
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
-	swap_in(t, p, b3_ref_word(t, &path->lv[L].ref), o, o);
+	swap_in(t, p, b3_ref_word(t, &path->lv[lvl].ref), o, o);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
 	this_cpu_inc(t->pcpu->defrags);
@@ -121,13 +121,13 @@ static int defrag(struct b3 *t, struct b3_path *path, int L)
 }
 
 /*
- * Split locked page @p at level @L in two (Algorithm 3); the parent has a
+ * Split locked page @p at level @lvl in two (Algorithm 3); the parent has a
  * free slot (or @p is the root, which grows a new root page).
  */
-static int split(struct b3 *t, struct b3_path *path, int L)
+static int split(struct b3 *t, struct b3_path *path, int lvl)
 {
 	struct b3_scratch *s = t->scr;
-	struct b3_page *p = path->lv[L].pg, *n1, *n2, *r, *par;
+	struct b3_page *p = path->lv[lvl].pg, *n1, *n2, *r, *par;
 	struct b3_key low = b3_low(p), k2, none = { (const u8 *)"", 0 };
 	struct b3_inode median = {};
 	u64 o1 = 0, o2 = 0, orr = 0;
@@ -150,7 +150,7 @@ static int split(struct b3 *t, struct b3_path *path, int L)
 	o2 = b3_page_new(t, p->level, &k2);
 	if (!o1 || !o2)
 		goto fail;
-	if (L == path->top) {
+	if (lvl == path->top) {
 		orr = b3_page_new(t, p->level + 1, &none);
 		if (!orr)
 			goto fail;
@@ -180,14 +180,14 @@ static int split(struct b3 *t, struct b3_path *path, int L)
 		b3_commit(t, &t->root->top, orr);
 		this_cpu_inc(t->pcpu->root_splits);
 	} else {
-		par = path->lv[L + 1].pg;
+		par = path->lv[lvl + 1].pg;
 		slot = b3_used(t, par);
 		ret = b3_sep_make(t, &par->i[slot], &k2, o1, o2);
 		if (ret)
 			goto fail;
 		pmidx_persist(t->pm, &par->i[slot], B3_NODE_SIZE);
 		b3_set_cnt(t, par, slot + 1, b3_live(t, par) + 1);
-		swap_in(t, p, b3_ref_word(t, &path->lv[L].ref), o1, slot + 1);
+		swap_in(t, p, b3_ref_word(t, &path->lv[lvl].ref), o1, slot + 1);
 	}
 	/* the median moved up as a new copy; @p's one goes with @p */
 	if (p->level)
@@ -204,12 +204,12 @@ fail:
 }
 
 /*
- * Make room for @need nodes in the page at level @L of @path.
+ * Make room for @need nodes in the page at level @lvl of @path.
  * Return: 0 there is room, 1 an SMO ran (descend again), < 0 an error.
  */
-static int room_at(struct b3 *t, struct b3_path *path, int L, u32 need)
+static int room_at(struct b3 *t, struct b3_path *path, int lvl, u32 need)
 {
-	struct b3_page *p = path->lv[L].pg;
+	struct b3_page *p = path->lv[lvl].pg;
 	int ret;
 
 	ret = b3_lock(t, p);
@@ -220,11 +220,11 @@ static int room_at(struct b3 *t, struct b3_path *path, int L, u32 need)
 		return 0;
 	}
 	if (b3_live(t, p) + need <= B3_DEFRAG_MAX) {
-		ret = defrag(t, path, L);
+		ret = defrag(t, path, lvl);
 	} else {
-		ret = L < path->top ? room_at(t, path, L + 1, 1) : 0;
+		ret = lvl < path->top ? room_at(t, path, lvl + 1, 1) : 0;
 		if (!ret)
-			ret = split(t, path, L);
+			ret = split(t, path, lvl);
 		else
 			ret = ret < 0 ? ret : 2;
 	}
