@@ -124,7 +124,7 @@ static int read_val(struct b3 *t, const struct b3_lnode *n, u8 *dst, u32 cap,
 	__le64 vw = READ_ONCE(n->val);
 
 	if (meta & B3_M_VBLOB)
-		return pmidx_blob_read(t->pool, le64_to_cpu(vw), dst, cap, len);
+		return b3_blob_read(t, le64_to_cpu(vw), dst, cap, len);
 	*len = b3_meta_vlen(meta);
 	if (*len > B3_INLINE_MAX)
 		return -EUCLEAN;
@@ -433,7 +433,7 @@ static int scan_key(struct b3 *t, const struct b3_lnode *n, u8 *buf, u32 *len)
 		memcpy(buf, &kw, *len);
 		return 0;
 	}
-	ret = pmidx_blob_read(t->pool, le64_to_cpu(kw), buf, PMIDX_KEY_MAX, &bl);
+	ret = b3_blob_read(t, le64_to_cpu(kw), buf, PMIDX_KEY_MAX, &bl);
 	if (ret)
 		return ret;
 	return bl == *len ? 0 : -EUCLEAN;

@@ -74,6 +74,7 @@ struct b3_pcpu {
 #define B3_LK_LOCKED		1ULL
 #define B3_LK_DEAD		2ULL	/* replaced by an SMO: writers retry */
 #define B3_LK_VALID		4ULL	/* counts are set */
+#define B3_LK_GONE		8ULL	/* retired: a second retire is corruption */
 
 /* Working space of the one SMO running (under b3.smo). */
 struct b3_scratch;
@@ -211,6 +212,7 @@ int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
 	     u32 *live);
 void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
 		  u32 val);
+int b3_blob_read(struct b3 *t, u64 off, void *dst, u32 cap, u32 *len);
 u64 b3_blob_write(struct b3 *t, const void *data, u32 len);
 void b3_blob_free(struct b3 *t, u64 off);
 void b3_blob_retire(struct b3 *t, u64 off);

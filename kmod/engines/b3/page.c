@@ -52,13 +52,50 @@ struct b3_key b3_node_key(const struct b3 *t, const __le64 *kw, u32 meta)
 	struct b3_key k;
 
 	if (meta & B3_M_KBLOB) {
-		k.p = pmidx_blob_data(t->pool, le64_to_cpu(READ_ONCE(*kw)),
-				      &k.len);
+		u64 off = le64_to_cpu(READ_ONCE(*kw));
+
+		/*
+		 * A clean attach validates no node: a corrupt blob word must
+		 * not take a search out of the pool. It reads as the empty
+		 * key (wrong answers on a corrupt index, which the checker
+		 * reports, never a wild access).
+		 */
+		if (off < t->pool->alloc.data_off || off & (PMIDX_MIN_OBJ - 1) ||
+		    off > t->pm->size - sizeof(struct pmidx_blob) - PMIDX_KEY_MAX) {
+			k.p = (const u8 *)"";
+			k.len = 0;
+			return k;
+		}
+		k.p = pmidx_blob_data(t->pool, off, &k.len);
+		if (k.len > PMIDX_KEY_MAX)
+			k.len = 0;
 	} else {
 		k.p = (const u8 *)kw;
 		k.len = b3_meta_klen(meta);
 	}
 	return k;
+}
+
+/**
+ * b3_blob_read - copy the blob a node word names, machine-check safe,
+ *                after checking the word stays inside the pool (a clean
+ *                attach validated no node)
+ *
+ * Return: as pmidx_blob_read(); -EUCLEAN for a word naming no blob.
+ */
+int b3_blob_read(struct b3 *t, u64 off, void *dst, u32 cap, u32 *len)
+{
+	int ret;
+
+	if (off < t->pool->alloc.data_off || off & (PMIDX_MIN_OBJ - 1) ||
+	    off > t->pm->size - sizeof(struct pmidx_blob))
+		return -EUCLEAN;
+	ret = pmidx_blob_read_len(t->pool, off, len);
+	if (ret)
+		return ret;
+	if (off + sizeof(struct pmidx_blob) + *len > t->pm->size)
+		return -EUCLEAN;
+	return *len > cap ? 0 : pmidx_blob_read_data(t->pool, off, dst, *len);
 }
 
 /* ---- blobs, with the index's accounting ------------------------------- */
@@ -455,6 +492,14 @@ u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 /* An unlinked page: freed once no epoch reader can stand on it. */
 void b3_page_retire(struct b3 *t, u64 off)
 {
+	u64 *lw = lk_word(t, b3_pg(t, off));
+
+	/* a corrupt image can name one page twice: never free it twice */
+	if (lw && xchg(lw, READ_ONCE(*lw) | B3_LK_GONE | B3_LK_DEAD) & B3_LK_GONE) {
+		pr_err_ratelimited("pmidx: index %s: b3 page %llx retired twice (corrupt index)\n",
+				   t->idx->name, off);
+		return;
+	}
 	this_cpu_dec(t->pcpu->pages);
 	pmidx_epoch_retire(&t->pool->epoch, off);
 }

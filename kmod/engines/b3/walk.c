@@ -130,14 +130,14 @@ static u64 walk_inner(struct b3 *t, struct b3_walk *w, struct b3_page *p,
 			bad(w, "child word names no page of the level below");
 			return 0;
 		}
-		/* the leftmost child starts at or below the page */
-		lk = b3_low(b3_pg(t, s->child[i]));
-		if (w->validate && !i && b3_cmp(&lk, &prev) > 0) {
-			bad(w, "first child page starts above its parent");
-			return 0;
-		}
-		if (i == cnt)
-			break;
+	}
+	/* the leftmost child starts at or below the page */
+	lk = b3_low(b3_pg(t, s->child[0]));
+	if (w->validate && b3_cmp(&lk, &prev) > 0) {
+		bad(w, "first child page starts above its parent");
+		return 0;
+	}
+	for (i = 0; i < cnt; i++) {
 		n = &p->i[s->slots[i]];
 		if (node_ok(t, w, n->key, n->meta, n->check, false))
 			return 0;
