@@ -27,6 +27,8 @@
  * taken saw the counter and the nodes agree (check.c).
  */
 #include <linux/errno.h>
+#include <linux/lockdep.h>
+#include <linux/preempt.h>
 #include <linux/processor.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -71,6 +73,9 @@ void ccl_bnode_free(struct ccl_tree *t, struct ccl_bnode *b)
 u64 ccl_bn_lock(struct ccl_bnode *b)
 {
 	s64 h;
+
+	/* holders and spinners have preemption off (see above) */
+	lockdep_assert_preemption_disabled();
 
 	for (;;) {
 		h = atomic64_read(&b->hdr);

@@ -16,11 +16,18 @@
  * child splits. Entries move with 8-byte atomic stores so that an
  * optimistic reader only ever sees pointers that were stored there.
  *
+ * Every lock holder runs with preemption off (epoch sections; CHECK
+ * disables it around each node it holds): spinners have preemption off
+ * too, so a preempted holder would leave as many CPUs spinning as there
+ * are waiters, and with all CPUs spinning it never runs again.
+ *
  * Inner nodes are never freed before the index closes. A missing
  * separator (an insert that found no memory) is harmless: lookups land on
  * the left neighbour and follow the buffer nodes' links (buffer.c).
  */
 #include <linux/delay.h>
+#include <linux/lockdep.h>
+#include <linux/preempt.h>
 #include <linux/processor.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -51,6 +58,8 @@ static bool in_valid(struct ccl_inode *n, u64 v)
 static bool in_upgrade(struct ccl_inode *n, u64 v)
 {
 	s64 old = v;
+
+	lockdep_assert_preemption_disabled();
 
 	return atomic64_try_cmpxchg(&n->ver, &old, v + IN_LOCKED);
 }
@@ -457,6 +466,7 @@ static int check_rec(struct icheck *c, struct ccl_inode *n, int depth,
 		return -EUCLEAN;
 	}
 	c->nodes++;
+	preempt_disable();
 	in_lock(n);
 	cnt = n->count;
 	level = n->level;
@@ -494,6 +504,7 @@ static int check_rec(struct icheck *c, struct ccl_inode *n, int depth,
 	ret = 0;
 out:
 	ccl_inner_unlock(n);
+	preempt_enable();
 	if (ret || !level)
 		return ret;
 	for (i = 0; i < cnt; i++) {

@@ -22,6 +22,8 @@
  * lock holder never sleeps: spinning on a locked node is bounded.
  */
 #include <linux/errno.h>
+#include <linux/lockdep.h>
+#include <linux/preempt.h>
 #include <linux/processor.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -50,6 +52,8 @@ static inline bool ver_check(u64 *ver, u64 v)
 
 static inline bool ver_upgrade(u64 *ver, u64 v)
 {
+	/* a preempted holder would leave its spinners spinning for good */
+	lockdep_assert_preemption_disabled();
 	return cmpxchg(ver, v, v + 1) == v;
 }
 

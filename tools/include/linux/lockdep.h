@@ -60,5 +60,7 @@ void shim_might_sleep(const char *file, int line);
 #define lockdep_assert_irqs_enabled()	do { } while (0)
 #define lockdep_set_class(l, k)		do { (void)(k); } while (0)
 #define lockdep_assert(cond)		WARN_ON(!(cond))
+#define lockdep_assert_preemption_disabled() \
+	WARN(!in_atomic(), "preemption not disabled")
 
 #endif
