@@ -17,6 +17,8 @@
  */
 #include <linux/crc32.h>
 #include <linux/errno.h>
+#include <linux/lockdep.h>
+#include <linux/preempt.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "core/blob.h"
@@ -221,6 +223,8 @@ int b3_lock(struct b3 *t, struct b3_page *p)
 	u32 used, live;
 	int ret;
 
+	/* a preempted holder would leave its spinners spinning for good */
+	lockdep_assert_preemption_disabled();
 	if (!lw)
 		return -ENOMEM;
 	for (;;) {
