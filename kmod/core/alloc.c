@@ -21,6 +21,29 @@
  * before the first object of a chunk is handed out, so a traced object
  * always finds its class.
  *
+ * Committed mode (engines with PMIDX_ENGINE_F_COMMITTED, engine.h) makes
+ * recovery O(chunks) instead of O(objects): such objects live in chunks
+ * of their own (SLAB_C, RUN_C) whose header bitmap on media is the set
+ * of committed objects, always current. A new object is pending: set in
+ * DRAM only, so a crash frees it. An engine changes what it links by one
+ * store to one word W (the link store) inside a struct pmidx_txn:
+ *   1. pmidx_txn_arm(): the intent record {W, val, objects allocated,
+ *      objects freed} is persisted (flush, fence);
+ *   2. the engine stores W := val and persists it;
+ *   3. pmidx_txn_end(): the commit bits of the allocated objects are set
+ *      and those of the freed ones cleared on media, persisted; then the
+ *      record is cleared, persisted.
+ * Recovery replays every valid record: if W holds val the store
+ * happened, so the allocated objects are committed and the freed ones
+ * free; if not, the other way round. Then the bitmaps are loaded: what
+ * is not committed is free. The rule engines keep: between arm and end
+ * W changes only by the link store (the engine holds W's lock), and an
+ * object named by a record is in none other at the same time. A freed
+ * object stays allocated in DRAM until pmidx_free() (epochs), but it is
+ * free on media at step 3: after a crash no reader is left to protect.
+ * So "unlink then free" needs no trace: the record finishes it.
+ * Objects of an engine's root are still traced (the pool marks roots).
+ *
  * Locking: a per-CPU cache lock, then a class lock, then a chunk lock,
  * in that order. free_lock nests inside a class lock. The fast paths
  * take the (uncontended) per-CPU lock and one chunk lock.
@@ -100,13 +123,63 @@ static bool desc_unpack(u64 d, u8 *type, u8 *class, u32 *run)
 	*run = d >> 8;
 	switch (*type) {
 	case PMIDX_CHUNK_SLAB:
+	case PMIDX_CHUNK_SLAB_C:
 		return *class < PMIDX_NR_CLASSES && *run == 0;
 	case PMIDX_CHUNK_RUN:
+	case PMIDX_CHUNK_RUN_C:
 		return *class == 0 && *run >= 1;
 	case PMIDX_CHUNK_RUN_TAIL:
+	case PMIDX_CHUNK_INTENT:
 		return *class == 0 && *run == 0;
 	}
 	return false;
+}
+
+static inline bool type_slab(u8 type)
+{
+	return type == PMIDX_CHUNK_SLAB || type == PMIDX_CHUNK_SLAB_C;
+}
+
+static inline bool type_run(u8 type)
+{
+	return type == PMIDX_CHUNK_RUN || type == PMIDX_CHUNK_RUN_C;
+}
+
+static inline bool type_committed(u8 type)
+{
+	return type == PMIDX_CHUNK_SLAB_C || type == PMIDX_CHUNK_RUN_C;
+}
+
+static inline unsigned int type_mode(u8 type)
+{
+	return type_committed(type) ? PMIDX_MODE_COMMITTED : PMIDX_MODE_TRACED;
+}
+
+/*
+ * Committed mode: a new chunk's media bitmap must say "nothing committed"
+ * before its descriptor does say committed mode (stale bits of a former
+ * life would otherwise come back after a crash).
+ */
+static void media_bitmap_zero(struct pmidx_alloc *a, u32 idx)
+{
+	struct pmidx_chunk_hdr *h = &a->hdrs[idx];
+
+	memset(h->bitmap, 0, sizeof(h->bitmap));
+	pmidx_persist(a->pm, h->bitmap, sizeof(h->bitmap));
+}
+
+/* The commit bit of @slot of chunk @idx on media. Context: chunk lock. */
+static void media_bit(struct pmidx_alloc *a, u32 idx, u32 slot, bool on)
+{
+	__le64 *w = &a->hdrs[idx].bitmap[slot / 64];
+	u64 v = le64_to_cpu(READ_ONCE(*w));
+
+	if (on)
+		v |= BIT_ULL(slot % 64);
+	else
+		v &= ~BIT_ULL(slot % 64);
+	WRITE_ONCE(*w, cpu_to_le64(v));
+	pmidx_flush(a->pm, w, sizeof(*w));
 }
 
 /* Make the chunk's new identity durable before anything relies on it. */
@@ -165,9 +238,9 @@ static void chunks_release(struct pmidx_alloc *a, u32 idx, u32 n)
 
 /* A chunk with free slots for @class: the partial list first, then new. */
 static struct pmidx_chunk *class_get_chunk(struct pmidx_alloc *a,
-					   unsigned int class)
+					   unsigned int mode, unsigned int class)
 {
-	struct pmidx_alloc_class *cl = &a->classes[class];
+	struct pmidx_alloc_class *cl = &a->classes[mode][class];
 	struct pmidx_chunk *c;
 	int idx;
 
@@ -187,7 +260,12 @@ static struct pmidx_chunk *class_get_chunk(struct pmidx_alloc *a,
 	if (idx < 0)
 		return NULL;
 	c = &a->chunks[idx];
-	chunk_set_desc(a, idx, PMIDX_CHUNK_SLAB, class, 0);
+	if (mode == PMIDX_MODE_COMMITTED) {
+		media_bitmap_zero(a, idx);
+		chunk_set_desc(a, idx, PMIDX_CHUNK_SLAB_C, class, 0);
+	} else {
+		chunk_set_desc(a, idx, PMIDX_CHUNK_SLAB, class, 0);
+	}
 	c->state = PMIDX_CS_ACTIVE;
 	return c;
 }
@@ -215,7 +293,8 @@ static long chunk_take_slot(struct pmidx_chunk *c)
 	return slot;
 }
 
-static u64 alloc_small(struct pmidx_alloc *a, unsigned int class)
+static u64 alloc_small(struct pmidx_alloc *a, unsigned int mode,
+		       unsigned int class)
 {
 	struct pmidx_alloc_cpu *pc;
 	struct pmidx_chunk *c;
@@ -225,7 +304,7 @@ static u64 alloc_small(struct pmidx_alloc *a, unsigned int class)
 	pc = per_cpu_ptr(a->pcpu, raw_smp_processor_id());
 	spin_lock(&pc->lock);
 	for (;;) {
-		c = pc->active[class];
+		c = pc->active[mode][class];
 		if (c) {
 			slot = chunk_take_slot(c);
 			if (slot >= 0) {
@@ -234,12 +313,12 @@ static u64 alloc_small(struct pmidx_alloc *a, unsigned int class)
 				break;
 			}
 			/* chunk_take_slot() marked it FULL: frees requeue it */
-			pc->active[class] = NULL;
+			pc->active[mode][class] = NULL;
 		}
-		c = class_get_chunk(a, class);
+		c = class_get_chunk(a, mode, class);
 		if (!c)
 			break;
-		pc->active[class] = c;
+		pc->active[mode][class] = c;
 	}
 	spin_unlock(&pc->lock);
 	return off;
@@ -247,7 +326,7 @@ static u64 alloc_small(struct pmidx_alloc *a, unsigned int class)
 
 /* ---- large objects --------------------------------------------------- */
 
-static u64 alloc_run(struct pmidx_alloc *a, size_t size)
+static u64 alloc_run(struct pmidx_alloc *a, unsigned int mode, size_t size)
 {
 	u32 n = DIV_ROUND_UP(size, PMIDX_CHUNK_SIZE);
 	struct pmidx_chunk *c;
@@ -265,7 +344,12 @@ static u64 alloc_run(struct pmidx_alloc *a, size_t size)
 		a->chunks[idx + i].state = PMIDX_CS_RUN;
 	}
 	c = &a->chunks[idx];
-	chunk_set_desc(a, idx, PMIDX_CHUNK_RUN, 0, n);
+	if (mode == PMIDX_MODE_COMMITTED) {
+		media_bitmap_zero(a, idx);
+		chunk_set_desc(a, idx, PMIDX_CHUNK_RUN_C, 0, n);
+	} else {
+		chunk_set_desc(a, idx, PMIDX_CHUNK_RUN, 0, n);
+	}
 	c->state = PMIDX_CS_RUN;
 	c->nr_used = 1;
 	return chunk_off(a, idx);
@@ -280,7 +364,7 @@ static u64 alloc_run(struct pmidx_alloc *a, size_t size)
  * Context: process context; takes spinlocks, does not sleep.
  * Return: pool offset of the object, or 0 when the pool is full.
  */
-u64 pmidx_alloc(struct pmidx_alloc *a, size_t size)
+static u64 alloc_mode(struct pmidx_alloc *a, unsigned int mode, size_t size)
 {
 	int class = size_to_class(size);
 	u64 off;
@@ -288,14 +372,33 @@ u64 pmidx_alloc(struct pmidx_alloc *a, size_t size)
 	if (!size || READ_ONCE(a->tracing))
 		return 0;
 	if (class < 0)
-		off = alloc_run(a, size);
+		off = alloc_run(a, mode, size);
 	else
-		off = alloc_small(a, class);
+		off = alloc_small(a, mode, class);
 	if (off) {
 		atomic64_add(pmidx_alloc_size(a, off), &a->used_bytes);
 		atomic64_inc(&a->objects);
 	}
 	return off;
+}
+
+u64 pmidx_alloc(struct pmidx_alloc *a, size_t size)
+{
+	return alloc_mode(a, PMIDX_MODE_TRACED, size);
+}
+
+/**
+ * pmidx_alloc_committed - allocate a pending committed-mode object
+ *
+ * Like pmidx_alloc(), but the object is found again after a crash only
+ * once a pmidx_txn that allocates it has ended (see file comment); until
+ * then a crash frees it. Needs pmidx_alloc_intents_enable().
+ */
+u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size)
+{
+	if (WARN_ON_ONCE(!a->intents))
+		return 0;
+	return alloc_mode(a, PMIDX_MODE_COMMITTED, size);
 }
 
 /* Locate the chunk of @off and check that @off starts an object there. */
@@ -317,15 +420,27 @@ static struct pmidx_chunk *object_chunk(struct pmidx_alloc *a, u64 off,
 	rel &= PMIDX_CHUNK_SIZE - 1;
 	switch (c->type) {
 	case PMIDX_CHUNK_SLAB:
+	case PMIDX_CHUNK_SLAB_C:
 		if (rel & ((1U << class_shift(c->class)) - 1))
 			return NULL;
 		*slot = rel >> class_shift(c->class);
 		return c;
 	case PMIDX_CHUNK_RUN:
+	case PMIDX_CHUNK_RUN_C:
 		*slot = 0;
 		return rel ? NULL : c;
 	}
 	return NULL;
+}
+
+/** pmidx_alloc_is_committed - is @off an object start of committed mode? */
+bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off)
+{
+	struct pmidx_chunk *c;
+	u32 slot;
+
+	c = object_chunk(a, off, &slot);
+	return c && type_committed(c->type);
 }
 
 /**
@@ -339,7 +454,7 @@ size_t pmidx_alloc_size(struct pmidx_alloc *a, u64 off)
 	c = object_chunk(a, off, &slot);
 	if (!c)
 		return 0;
-	if (c->type == PMIDX_CHUNK_RUN)
+	if (type_run(c->type))
 		return (size_t)c->run << PMIDX_CHUNK_SHIFT;
 	return (size_t)1 << class_shift(c->class);
 }
@@ -369,6 +484,7 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 	spin_lock(&c->lock);
 	switch (c->type) {
 	case PMIDX_CHUNK_SLAB:
+	case PMIDX_CHUNK_SLAB_C:
 		/* orphan run tails after a slab (until recovery frees them) */
 		if (idx != first) {
 			end = 0;
@@ -381,6 +497,7 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 		live = test_bit((base - chunk_off(a, idx)) >> sh, c->bitmap);
 		break;
 	case PMIDX_CHUNK_RUN:
+	case PMIDX_CHUNK_RUN_C:
 		end = chunk_off(a, idx) + ((u64)c->run << PMIDX_CHUNK_SHIFT);
 		live = c->nr_used == 1;
 		break;
@@ -395,7 +512,7 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 /* A free made the chunk non-full or empty: fix its list membership. */
 static void chunk_requeue(struct pmidx_alloc *a, struct pmidx_chunk *c)
 {
-	struct pmidx_alloc_class *cl = &a->classes[c->class];
+	struct pmidx_alloc_class *cl = &a->classes[type_mode(c->type)][c->class];
 	bool release = false;
 
 	spin_lock(&cl->lock);
@@ -420,7 +537,9 @@ static void chunk_requeue(struct pmidx_alloc *a, struct pmidx_chunk *c)
  * pmidx_free - return the object at @off to the allocator
  *
  * The caller must have made the object unreachable (unlink persisted) and
- * waited out concurrent readers (epochs) before calling this.
+ * waited out concurrent readers (epochs) before calling this. Nothing is
+ * written to pmem: a committed-mode object was freed on media by the
+ * pmidx_txn that unlinked it, or was never committed.
  */
 void pmidx_free(struct pmidx_alloc *a, u64 off)
 {
@@ -432,7 +551,7 @@ void pmidx_free(struct pmidx_alloc *a, u64 off)
 	c = object_chunk(a, off, &slot);
 	if (WARN_ON_ONCE(!c))
 		return;
-	if (c->type == PMIDX_CHUNK_RUN) {
+	if (type_run(c->type)) {
 		if (WARN_ON_ONCE(c->nr_used != 1))
 			return;
 		c->nr_used = 0;
@@ -462,7 +581,7 @@ account:
 int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
 		     u64 hdr_off, u64 data_off, u32 nr_chunks)
 {
-	int i, cpu;
+	int i, m, cpu;
 
 	memset(a, 0, sizeof(*a));
 	a->pm = pm;
@@ -470,17 +589,21 @@ int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
 	a->data_off = data_off;
 	a->nr_chunks = nr_chunks;
 	spin_lock_init(&a->free_lock);
+	spin_lock_init(&a->intent_lock);
 	atomic64_set(&a->used_bytes, 0);
 	atomic64_set(&a->objects, 0);
-	for (i = 0; i < PMIDX_NR_CLASSES; i++) {
-		spin_lock_init(&a->classes[i].lock);
-		INIT_LIST_HEAD(&a->classes[i].partial);
+	for (m = 0; m < PMIDX_NR_MODES; m++) {
+		for (i = 0; i < PMIDX_NR_CLASSES; i++) {
+			spin_lock_init(&a->classes[m][i].lock);
+			INIT_LIST_HEAD(&a->classes[m][i].partial);
+		}
 	}
 
 	a->chunks = kvcalloc(nr_chunks, sizeof(*a->chunks), GFP_KERNEL);
 	a->free_map = bitmap_zalloc(nr_chunks, GFP_KERNEL);
+	a->intent_map = bitmap_zalloc(PMIDX_NR_INTENTS, GFP_KERNEL);
 	a->pcpu = alloc_percpu(struct pmidx_alloc_cpu);
-	if (!a->chunks || !a->free_map || !a->pcpu)
+	if (!a->chunks || !a->free_map || !a->intent_map || !a->pcpu)
 		goto nomem;
 	for (i = 0; i < nr_chunks; i++) {
 		spin_lock_init(&a->chunks[i].lock);
@@ -498,10 +621,14 @@ nomem:
 void pmidx_alloc_destroy(struct pmidx_alloc *a)
 {
 	free_percpu(a->pcpu);
+	bitmap_free(a->intent_map);
 	bitmap_free(a->free_map);
+	kvfree(a->snap);
 	kvfree(a->chunks);
 	a->pcpu = NULL;
+	a->intent_map = NULL;
 	a->free_map = NULL;
+	a->snap = NULL;
 	a->chunks = NULL;
 }
 
@@ -518,6 +645,7 @@ static int load_descs(struct pmidx_alloc *a, const char **why)
 {
 	u32 i, j;
 
+	a->intents = NULL;
 	for (i = 0; i < a->nr_chunks; i++) {
 		struct pmidx_chunk *c = &a->chunks[i];
 		u64 d = le64_to_cpu(READ_ONCE(a->hdrs[i].desc));
@@ -528,7 +656,14 @@ static int load_descs(struct pmidx_alloc *a, const char **why)
 			*why = "allocator chunk descriptor corrupt";
 			return -EUCLEAN;
 		}
-		if (c->type == PMIDX_CHUNK_RUN) {
+		if (c->type == PMIDX_CHUNK_INTENT) {
+			if (a->intents) {
+				*why = "allocator has two intent chunks";
+				return -EUCLEAN;
+			}
+			a->intents = pmidx_ptr(a->pm, chunk_off(a, i));
+		}
+		if (type_run(c->type)) {
 			if (c->run > a->nr_chunks - i)
 				goto bad_run;
 			for (j = 1; j < c->run; j++) {
@@ -554,8 +689,9 @@ static void rebuild_lists(struct pmidx_alloc *a)
 	u64 used = 0, objects = 0;
 	u32 i, j;
 
-	for (i = 0; i < PMIDX_NR_CLASSES; i++)
-		INIT_LIST_HEAD(&a->classes[i].partial);
+	for (j = 0; j < PMIDX_NR_MODES; j++)
+		for (i = 0; i < PMIDX_NR_CLASSES; i++)
+			INIT_LIST_HEAD(&a->classes[j][i].partial);
 	bitmap_zero(a->free_map, a->nr_chunks);
 	a->free_chunks = 0;
 	for (i = 0; i < a->nr_chunks; i++) {
@@ -563,7 +699,13 @@ static void rebuild_lists(struct pmidx_alloc *a)
 
 		INIT_LIST_HEAD(&c->node);
 		c->hint = 0;
-		if (c->type == PMIDX_CHUNK_SLAB && c->nr_used) {
+		if (c->type == PMIDX_CHUNK_INTENT) {
+			__set_bit(i, a->free_map);
+			c->state = PMIDX_CS_FULL;
+			c->nr_used = 0;
+			continue;
+		}
+		if (type_slab(c->type) && c->nr_used) {
 			__set_bit(i, a->free_map);
 			used += (u64)c->nr_used << class_shift(c->class);
 			objects += c->nr_used;
@@ -572,11 +714,11 @@ static void rebuild_lists(struct pmidx_alloc *a)
 			} else {
 				c->state = PMIDX_CS_PARTIAL;
 				list_add_tail(&c->node,
-					      &a->classes[c->class].partial);
+					      &a->classes[type_mode(c->type)][c->class].partial);
 			}
 			continue;
 		}
-		if (c->type == PMIDX_CHUNK_RUN && c->nr_used) {
+		if (type_run(c->type) && c->nr_used) {
 			bitmap_set(a->free_map, i, c->run);
 			for (j = 0; j < c->run; j++)
 				a->chunks[i + j].state = PMIDX_CS_RUN;
@@ -594,6 +736,97 @@ static void rebuild_lists(struct pmidx_alloc *a)
 	}
 	atomic64_set(&a->used_bytes, used);
 	atomic64_set(&a->objects, objects);
+}
+
+static bool intent_valid(const struct pmidx_intent *r, u32 *width,
+			 u32 *nalloc, u32 *nfree)
+{
+	u64 h = le64_to_cpu(READ_ONCE(r->hdr));
+	u32 crc;
+
+	if (h >> 48 != PMIDX_INTENT_MAGIC)
+		return false;
+	*width = (h >> 44) & 0xf;
+	*nalloc = (h >> 40) & 0xf;
+	*nfree = (h >> 36) & 0xf;
+	if ((*width != 4 && *width != 8) ||
+	    *nalloc + *nfree > PMIDX_INTENT_OBJS)
+		return false;
+	crc = ~__crc32c_le(~0U, (const u8 *)&r->word,
+			   (2 + *nalloc + *nfree) * sizeof(__le64));
+	return (u32)h == crc;
+}
+
+/*
+ * Recovery: finish every link store a crash interrupted (file comment).
+ * Runs after load_descs(), before the media bitmaps are read.
+ */
+static int replay_intents(struct pmidx_alloc *a, const char **why)
+{
+	u64 word, val, cur, off, end = a->data_off +
+		((u64)a->nr_chunks << PMIDX_CHUNK_SHIFT);
+	u32 i, k, width, nalloc, nfree, slot;
+	struct pmidx_chunk *c;
+	bool done;
+
+	if (!a->intents)
+		return 0;
+	for (i = 0; i < PMIDX_NR_INTENTS; i++) {
+		struct pmidx_intent *r = &a->intents[i];
+
+		if (!intent_valid(r, &width, &nalloc, &nfree))
+			continue;
+		word = le64_to_cpu(r->word);
+		val = le64_to_cpu(r->val);
+		if (word >= a->pm->size || word + width > a->pm->size ||
+		    word & (width - 1))
+			goto bad;
+		if (width == 4)
+			cur = le32_to_cpu(*(__le32 *)pmidx_ptr(a->pm, word));
+		else
+			cur = le64_to_cpu(*(__le64 *)pmidx_ptr(a->pm, word));
+		done = cur == val;
+		for (k = 0; k < nalloc + nfree; k++) {
+			off = le64_to_cpu(r->obj[k]);
+			c = off < end ? object_chunk(a, off, &slot) : NULL;
+			if (!c || !type_committed(c->type))
+				goto bad;
+			media_bit(a, c - a->chunks, slot, (k < nalloc) == done);
+		}
+		pmidx_fence(a->pm);
+		pmidx_store64_persist(a->pm, &r->hdr, 0);
+	}
+	return 0;
+bad:
+	pr_err("pmidx: intent record %u names no committed object or word\n", i);
+	*why = "allocator intent record corrupt";
+	return -EUCLEAN;
+}
+
+/* Committed-mode chunks: DRAM state := the media bitmap (after replay). */
+static int load_committed(struct pmidx_alloc *a, const char **why)
+{
+	u64 words[PMIDX_SLOTS_MAX / 64];
+	u32 i, k, n;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct pmidx_chunk *c = &a->chunks[i];
+
+		if (!type_committed(c->type))
+			continue;
+		for (k = 0; k < ARRAY_SIZE(words); k++)
+			words[k] = le64_to_cpu(READ_ONCE(a->hdrs[i].bitmap[k]));
+		bitmap_from_arr64(c->bitmap, words, PMIDX_SLOTS_MAX);
+		n = c->type == PMIDX_CHUNK_RUN_C ? 1 : class_slots(c->class);
+		if (find_next_bit(c->bitmap, PMIDX_SLOTS_MAX, n) < PMIDX_SLOTS_MAX) {
+			pr_err("pmidx: chunk %u: commit bit beyond its slots\n", i);
+			*why = "allocator commit bitmap corrupt";
+			return -EUCLEAN;
+		}
+		c->nr_used = bitmap_weight(c->bitmap, n);
+		c->dirty = true;
+	}
+	return 0;
 }
 
 /**
@@ -633,6 +866,14 @@ int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why)
 		if (c->nr_used != live)
 			goto inconsistent;
 	}
+	for (i = 0; a->intents && i < PMIDX_NR_INTENTS; i++) {
+		u32 w, na, nf;
+
+		if (intent_valid(&a->intents[i], &w, &na, &nf)) {
+			*why = "intent record left at a clean detach";
+			return -EUCLEAN;
+		}
+	}
 	rebuild_lists(a);
 	return 0;
 
@@ -653,15 +894,93 @@ int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why)
 	int ret;
 
 	ret = load_descs(a, why);
+	if (!ret)
+		ret = replay_intents(a, why);
+	if (!ret)
+		ret = load_committed(a, why);
 	if (ret)
 		return ret;
 	for (i = 0; i < a->nr_chunks; i++) {
+		if (type_committed(a->chunks[i].type))
+			continue;
 		bitmap_zero(a->chunks[i].bitmap, PMIDX_SLOTS_MAX);
 		a->chunks[i].nr_used = 0;
 		a->chunks[i].dirty = true;
 	}
 	WRITE_ONCE(a->tracing, true);
 	return 0;
+}
+
+#define SNAP_LONGS	BITS_TO_LONGS(PMIDX_SLOTS_MAX)
+
+/**
+ * pmidx_alloc_verify_begin - check committed-mode recovery by a trace
+ *
+ * After pmidx_alloc_trace_begin(): saves what the intents and bitmaps
+ * recovered, then forgets it, so the trace that follows must mark
+ * committed-mode objects too; pmidx_alloc_verify_end() compares. The old
+ * trace, kept as a checker (tests).
+ */
+int pmidx_alloc_verify_begin(struct pmidx_alloc *a)
+{
+	u32 i;
+
+	a->snap = kvcalloc(a->nr_chunks, SNAP_LONGS * sizeof(long), GFP_KERNEL);
+	if (!a->snap)
+		return -ENOMEM;
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct pmidx_chunk *c = &a->chunks[i];
+
+		if (!type_committed(c->type))
+			continue;
+		/* a run's state is its nr_used, bit 0 in the snapshot */
+		if (c->type == PMIDX_CHUNK_RUN_C)
+			a->snap[i * SNAP_LONGS] = c->nr_used;
+		else
+			bitmap_copy(a->snap + i * SNAP_LONGS, c->bitmap,
+				    PMIDX_SLOTS_MAX);
+		bitmap_zero(c->bitmap, PMIDX_SLOTS_MAX);
+		c->nr_used = 0;
+	}
+	a->trace_all = true;
+	return 0;
+}
+
+/**
+ * pmidx_alloc_verify_end - compare the trace with the recovered state
+ * @bad_off: the first object on which they differ
+ *
+ * Return: objects recovered but not reached (leaks) plus objects reached
+ * but not recovered (lost); 0 when they agree.
+ */
+int pmidx_alloc_verify_end(struct pmidx_alloc *a, u64 *bad_off)
+{
+	unsigned long diff[SNAP_LONGS];
+	int bad = 0;
+	u32 i, k, n;
+
+	*bad_off = 0;
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct pmidx_chunk *c = &a->chunks[i];
+
+		if (!type_committed(c->type))
+			continue;
+		n = c->type == PMIDX_CHUNK_RUN_C ? 1 : class_slots(c->class);
+		for (k = 0; k < SNAP_LONGS; k++)
+			diff[k] = a->snap[i * SNAP_LONGS + k] ^
+				  (c->type == PMIDX_CHUNK_RUN_C ?
+				   (k ? 0 : c->nr_used) : c->bitmap[k]);
+		if (bitmap_empty(diff, n))
+			continue;
+		if (!bad)
+			*bad_off = chunk_off(a, i) +
+				((u64)find_first_bit(diff, n) << class_shift(c->class));
+		bad += bitmap_weight(diff, n);
+	}
+	a->trace_all = false;
+	kvfree(a->snap);
+	a->snap = NULL;
+	return bad;
 }
 
 /* Return: 1 when this call marked @off, 0 when it was marked, -EUCLEAN. */
@@ -672,10 +991,10 @@ static int mark_object(struct pmidx_alloc *a, u64 off)
 	u32 slot;
 
 	c = object_chunk(a, off, &slot);
-	if (!c)
+	if (!c || (type_committed(c->type) && !a->trace_all))
 		return -EUCLEAN;
 	spin_lock(&c->lock);
-	if (c->type == PMIDX_CHUNK_RUN) {
+	if (type_run(c->type)) {
 		if (c->nr_used)
 			ret = 0;
 		c->nr_used = 1;
@@ -739,6 +1058,11 @@ void pmidx_alloc_writeback(struct pmidx_alloc *a)
 		if (!c->dirty && hdr_crc(h) == le32_to_cpu(h->crc))
 			continue;
 		bitmap_to_arr64(words, c->bitmap, PMIDX_SLOTS_MAX);
+		/* a committed run's commit bit is bit 0, its DRAM state nr_used */
+		if (c->type == PMIDX_CHUNK_RUN_C) {
+			memset(words, 0, sizeof(words));
+			words[0] = c->nr_used;
+		}
 		for (k = 0; k < ARRAY_SIZE(words); k++)
 			h->bitmap[k] = cpu_to_le64(words[k]);
 		h->live = cpu_to_le32(c->nr_used);
@@ -771,4 +1095,140 @@ void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks)
 	for (i = 0; i < nr_chunks; i++)
 		h[i].crc = cpu_to_le32(hdr_crc(&h[i]));
 	pmidx_persist(pm, h, (size_t)nr_chunks * sizeof(*h));
+}
+
+/* ---- committed mode: intents ---------------------------------------- */
+
+/**
+ * pmidx_alloc_intents_enable - make the intent chunk committed mode needs
+ *
+ * Persistence order: the chunk is zeroed and persisted before its
+ * descriptor names it INTENT, so recovery never reads stale records.
+ * The caller has set PMIDX_FEAT_INCOMPAT_INTENTS durably before.
+ * Context: attach or index creation (pool->lock); no allocation runs.
+ * Return: 0 or -ENOSPC.
+ */
+int pmidx_alloc_intents_enable(struct pmidx_alloc *a)
+{
+	int idx;
+
+	if (a->intents)
+		return 0;
+	idx = chunks_reserve(a, 1);
+	if (idx < 0)
+		return idx;
+	pmidx_memset_persist(a->pm, pmidx_ptr(a->pm, chunk_off(a, idx)), 0,
+			     PMIDX_CHUNK_SIZE);
+	chunk_set_desc(a, idx, PMIDX_CHUNK_INTENT, 0, 0);
+	a->chunks[idx].state = PMIDX_CS_FULL;
+	a->intents = pmidx_ptr(a->pm, chunk_off(a, idx));
+	return 0;
+}
+
+/**
+ * pmidx_txn_begin - take an intent record for one link store
+ *
+ * Context: any; does not sleep. Return: 0, or -EBUSY when every record
+ * is in use (more link stores in flight than PMIDX_NR_INTENTS).
+ */
+int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn)
+{
+	unsigned long slot;
+
+	txn->nalloc = 0;
+	txn->nfree = 0;
+	txn->slot = -1;
+	if (WARN_ON_ONCE(!a->intents))
+		return -EINVAL;
+	spin_lock(&a->intent_lock);
+	slot = find_next_zero_bit(a->intent_map, PMIDX_NR_INTENTS,
+				  a->intent_hint);
+	if (slot >= PMIDX_NR_INTENTS)
+		slot = find_first_zero_bit(a->intent_map, PMIDX_NR_INTENTS);
+	if (slot < PMIDX_NR_INTENTS) {
+		__set_bit(slot, a->intent_map);
+		a->intent_hint = slot + 1;
+		txn->slot = slot;
+	}
+	spin_unlock(&a->intent_lock);
+	return txn->slot < 0 ? -EBUSY : 0;
+}
+
+/* The link store publishes @off (a pending committed-mode object). */
+void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off)
+{
+	if (!WARN_ON_ONCE(txn->nalloc + txn->nfree >= PMIDX_INTENT_OBJS))
+		txn->alloc[txn->nalloc++] = off;
+}
+
+/* The link store unlinks @off (a committed committed-mode object). */
+void pmidx_txn_free(struct pmidx_txn *txn, u64 off)
+{
+	if (!WARN_ON_ONCE(txn->nalloc + txn->nfree >= PMIDX_INTENT_OBJS))
+		txn->free[txn->nfree++] = off;
+}
+
+/**
+ * pmidx_txn_arm - persist the intent: after a crash, @word == @val decides
+ * @word:  the link word (in pmem, @width bytes, naturally aligned)
+ * @val:   what the link store will write there
+ *
+ * The header goes last and carries a crc, so a torn record is ignored.
+ * On return the record is durable; the caller may do the link store.
+ */
+void pmidx_txn_arm(struct pmidx_alloc *a, struct pmidx_txn *txn,
+		   const void *word, unsigned int width, u64 val)
+{
+	struct pmidx_intent *r = &a->intents[txn->slot];
+	u32 k, n = txn->nalloc + txn->nfree, crc;
+
+	WRITE_ONCE(r->word, cpu_to_le64(pmidx_off(a->pm, word)));
+	WRITE_ONCE(r->val, cpu_to_le64(val));
+	for (k = 0; k < n; k++)
+		WRITE_ONCE(r->obj[k], cpu_to_le64(k < txn->nalloc ?
+				txn->alloc[k] : txn->free[k - txn->nalloc]));
+	crc = ~__crc32c_le(~0U, (const u8 *)&r->word, (2 + n) * sizeof(__le64));
+	WRITE_ONCE(r->hdr, cpu_to_le64((u64)PMIDX_INTENT_MAGIC << 48 |
+				       (u64)width << 44 |
+				       (u64)txn->nalloc << 40 |
+				       (u64)txn->nfree << 36 | crc));
+	pmidx_persist(a->pm, r, offsetof(struct pmidx_intent, obj[n]));
+}
+
+static void commit_bit(struct pmidx_alloc *a, u64 off, bool on)
+{
+	struct pmidx_chunk *c;
+	u32 slot;
+
+	c = object_chunk(a, off, &slot);
+	if (WARN_ON_ONCE(!c || !type_committed(c->type)))
+		return;
+	spin_lock(&c->lock);
+	media_bit(a, c - a->chunks, slot, on);
+	c->dirty = true;
+	spin_unlock(&c->lock);
+}
+
+/**
+ * pmidx_txn_end - the link store is durable: commit and free on media
+ *
+ * The bits are durable before the record is cleared (a crash between
+ * replays the record, which agrees); the clear is durable before return
+ * (a later store to the word, by anyone, must not meet a stale record).
+ * Freed objects stay allocated in DRAM until pmidx_free().
+ */
+void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn)
+{
+	u32 k;
+
+	for (k = 0; k < txn->nalloc; k++)
+		commit_bit(a, txn->alloc[k], true);
+	for (k = 0; k < txn->nfree; k++)
+		commit_bit(a, txn->free[k], false);
+	pmidx_fence(a->pm);
+	pmidx_store64_persist(a->pm, &a->intents[txn->slot].hdr, 0);
+	spin_lock(&a->intent_lock);
+	__clear_bit(txn->slot, a->intent_map);
+	spin_unlock(&a->intent_lock);
+	txn->slot = -1;
 }

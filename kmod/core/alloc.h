@@ -51,6 +51,13 @@ struct pmidx_chunk {
 	unsigned long		bitmap[BITS_TO_LONGS(PMIDX_SLOTS_MAX)];
 };
 
+/* Allocation modes: a chunk serves objects of one mode only. */
+enum pmidx_alloc_mode {
+	PMIDX_MODE_TRACED,	/* found again by a recovery trace */
+	PMIDX_MODE_COMMITTED,	/* found again from chunk headers + intents */
+	PMIDX_NR_MODES,
+};
+
 struct pmidx_alloc_class {
 	spinlock_t		lock;		/* protects partial */
 	struct list_head	partial;
@@ -58,7 +65,22 @@ struct pmidx_alloc_class {
 
 struct pmidx_alloc_cpu {
 	spinlock_t		lock;		/* protects active */
-	struct pmidx_chunk	*active[PMIDX_NR_CLASSES];
+	struct pmidx_chunk	*active[PMIDX_NR_MODES][PMIDX_NR_CLASSES];
+};
+
+/**
+ * struct pmidx_txn - one link store of a committed-mode engine (DRAM)
+ * @slot:   the intent record it holds, -1 before pmidx_txn_begin()
+ * @nalloc: objects the store publishes (pmidx_txn_alloc())
+ * @nfree:  objects the store unlinks (pmidx_txn_free())
+ * @obj:    allocs first, then frees
+ */
+struct pmidx_txn {
+	int	slot;
+	u8	nalloc;
+	u8	nfree;
+	u64	alloc[PMIDX_INTENT_OBJS];
+	u64	free[PMIDX_INTENT_OBJS];
 };
 
 struct pmidx_alloc_stats {
@@ -81,6 +103,12 @@ struct pmidx_alloc_stats {
  * @pcpu:       per-CPU active chunks
  * @used_bytes, @objects: accounting of live objects
  * @tracing:    recovery trace in progress: marks accepted, allocs refused
+ * @trace_all:  the trace covers committed-mode chunks too (a checker)
+ * @intents:    the intent records (the INTENT chunk), NULL until enabled
+ * @intent_lock: protects @intent_map
+ * @intent_map: records in use
+ * @intent_hint: where the next record search starts
+ * @snap:       committed-mode state saved for pmidx_alloc_verify_end()
  */
 struct pmidx_alloc {
 	struct pmidx_pmem		*pm;
@@ -91,12 +119,20 @@ struct pmidx_alloc {
 	spinlock_t			free_lock;
 	unsigned long			*free_map;
 	u32				free_chunks;
-	struct pmidx_alloc_class	classes[PMIDX_NR_CLASSES];
+	struct pmidx_alloc_class	classes[PMIDX_NR_MODES][PMIDX_NR_CLASSES];
 	struct pmidx_alloc_cpu __percpu	*pcpu;
 	atomic64_t			used_bytes;
 	atomic64_t			objects;
 	bool				tracing;
+	bool				trace_all;
+	struct pmidx_intent		*intents;
+	spinlock_t			intent_lock;
+	unsigned long			*intent_map;
+	u32				intent_hint;
+	unsigned long			*snap;
 };
+
+#define PMIDX_NR_INTENTS	(PMIDX_CHUNK_SIZE / PMIDX_INTENT_SIZE)
 
 int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
 		     u64 hdr_off, u64 data_off, u32 nr_chunks);
@@ -111,6 +147,19 @@ void pmidx_alloc_writeback(struct pmidx_alloc *a);
 void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);
 
 u64 pmidx_alloc(struct pmidx_alloc *a, size_t size);
+u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size);
+bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off);
+int pmidx_alloc_intents_enable(struct pmidx_alloc *a);
+
+int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn);
+void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off);
+void pmidx_txn_free(struct pmidx_txn *txn, u64 off);
+void pmidx_txn_arm(struct pmidx_alloc *a, struct pmidx_txn *txn,
+		   const void *word, unsigned int width, u64 val);
+void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn);
+
+int pmidx_alloc_verify_begin(struct pmidx_alloc *a);
+int pmidx_alloc_verify_end(struct pmidx_alloc *a, u64 *bad_off);
 void pmidx_free(struct pmidx_alloc *a, u64 off);
 size_t pmidx_alloc_size(struct pmidx_alloc *a, u64 off);
 bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len);

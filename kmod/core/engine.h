@@ -15,6 +15,14 @@
  * (alloc.c): the engine must call pmidx_alloc_mark() exactly once for
  * every allocator object it still references (its root is marked by the
  * pool), and must not allocate until open() returns.
+ *
+ * Committed mode (PMIDX_ENGINE_F_COMMITTED): the engine allocates with
+ * pmidx_alloc_committed() and makes every store that links or unlinks an
+ * object inside a struct pmidx_txn (alloc.c: arm, link store, end), after
+ * pmidx_pool_enable_intents(). Then a crash needs no trace: open() with
+ * !@rc->clean marks nothing, unless @rc->trace asks it to mark every
+ * object as above (the pool's checker compares that trace with what the
+ * allocator recovered from its own metadata).
  */
 #ifndef _PMIDX_ENGINE_H
 #define _PMIDX_ENGINE_H
@@ -24,8 +32,11 @@
 
 struct pmidx_recover {
 	bool		clean;		/* previous detach was clean */
+	bool		trace;		/* committed mode: mark anyway (checker) */
 	unsigned int	threads;	/* parallelism allowed for rebuilds */
 };
+
+#define PMIDX_ENGINE_F_COMMITTED	(1U << 0)	/* see Recovery above */
 
 /**
  * struct pmidx_scan_sink - where a scan delivers records
@@ -40,6 +51,7 @@ struct pmidx_scan_sink {
 struct pmidx_engine_ops {
 	u32		id;		/* enum pmidx_engine_id */
 	const char	*name;
+	u32		flags;		/* PMIDX_ENGINE_F_* */
 
 	int	(*open)(struct pmidx_index *idx, const struct pmidx_recover *rc);
 	/* @clean: a clean detach; the engine may save state for open() */

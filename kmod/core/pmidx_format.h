@@ -19,9 +19,11 @@
  *
  * Chunk headers: one per data chunk. The 8-byte descriptor word says what
  * the chunk holds and is updated atomically and persisted before any
- * object in the chunk is handed out. The allocation bitmap and counts
- * are written back only at clean detach (see alloc.c for why that is
- * crash-safe).
+ * object in the chunk is handed out. In traced chunks the allocation
+ * bitmap and counts are written back only at clean detach; in
+ * committed-mode chunks (SLAB_C, RUN_C) the bitmap is kept current by
+ * every commit, with intent records covering the link stores in flight
+ * (see alloc.c for why both are crash-safe).
  *
  * Offset 0 is never a valid object, so 0 serves as the null offset.
  */
@@ -37,8 +39,14 @@
 #define PMIDX_SB_COPIES		2
 #define PMIDX_SB_STRIDE		4096
 
-/* Incompatible features: an attach that does not know one must refuse. */
-#define PMIDX_FEAT_INCOMPAT_SUPP	0ULL
+/*
+ * Incompatible features: an attach that does not know one must refuse.
+ * INTENTS: the pool has committed-mode chunks and an intent chunk
+ * (alloc.c); set before the first one is made, so a module that cannot
+ * recover them refuses the pool instead of calling them corrupt.
+ */
+#define PMIDX_FEAT_INCOMPAT_INTENTS	(1ULL << 0)
+#define PMIDX_FEAT_INCOMPAT_SUPP	PMIDX_FEAT_INCOMPAT_INTENTS
 /* Read-only compatible features (none yet). */
 #define PMIDX_FEAT_RO_COMPAT_SUPP	0ULL
 
@@ -109,7 +117,32 @@ enum pmidx_chunk_type {
 	PMIDX_CHUNK_FREE = 0,
 	PMIDX_CHUNK_SLAB = 1,		/* objects of one size class */
 	PMIDX_CHUNK_RUN = 2,		/* head of a multi-chunk object */
-	PMIDX_CHUNK_RUN_TAIL = 3,	/* continuation of a RUN */
+	PMIDX_CHUNK_RUN_TAIL = 3,	/* continuation of a RUN (either mode) */
+	/* committed mode (FEAT_INCOMPAT_INTENTS): @bitmap is always current */
+	PMIDX_CHUNK_SLAB_C = 4,
+	PMIDX_CHUNK_RUN_C = 5,
+	PMIDX_CHUNK_INTENT = 6,		/* the pool's intent records */
+};
+
+/*
+ * Intent record (one per in-flight link store of a committed-mode
+ * engine, 128 bytes, in the one INTENT chunk). @hdr is valid when its
+ * magic and crc32c (of @word, @val and the @obj words in use) match:
+ *   63..48 PMIDX_INTENT_MAGIC, 47..44 width of the link word (4 or 8),
+ *   43..40 objects allocated, 39..36 objects freed, 31..0 crc.
+ * Recovery: with the word at pool offset @word equal to @val, the first
+ * nalloc objects are committed and the next nfree are free; otherwise
+ * the other way round (alloc.c).
+ */
+#define PMIDX_INTENT_MAGIC	0x1e17
+#define PMIDX_INTENT_OBJS	13
+#define PMIDX_INTENT_SIZE	128
+
+struct pmidx_intent {
+	__le64	hdr;
+	__le64	word;
+	__le64	val;
+	__le64	obj[PMIDX_INTENT_OBJS];
 };
 
 struct pmidx_chunk_hdr {
@@ -127,6 +160,7 @@ static inline void pmidx_format_static_checks(void)
 	BUILD_BUG_ON(sizeof(struct pmidx_sb) > PMIDX_SB_STRIDE);
 	BUILD_BUG_ON(sizeof(struct pmidx_index_entry) != PMIDX_INDEX_ENTRY_SIZE);
 	BUILD_BUG_ON(sizeof(struct pmidx_chunk_hdr) != PMIDX_CHUNK_HDR_SIZE);
+	BUILD_BUG_ON(sizeof(struct pmidx_intent) != PMIDX_INTENT_SIZE);
 	BUILD_BUG_ON(PMIDX_INDEX_TABLE_OFF + 64 * PMIDX_INDEX_ENTRY_SIZE >
 		     PMIDX_CHUNK_HDR_OFF);
 }

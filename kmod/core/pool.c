@@ -4,8 +4,11 @@
  *
  * Attach after a clean detach trusts the written-back allocator state.
  * Attach after a crash (clean flag not set) runs recovery: the allocator
- * forgets every allocation and the roots are traced, so whatever was
- * allocated but never linked is free again. Either way the superblock is
+ * replays its intent records and loads the committed-mode bitmaps
+ * (O(chunks), no engine involved), forgets every traced allocation, and
+ * the roots are traced, so whatever was allocated but never linked is
+ * free again. With pmidx_recovery_verify the committed-mode objects are
+ * traced as well and must be exactly what the allocator recovered. Either way the superblock is
  * then rewritten with clean = 0 before the pool is used, so a crash from
  * here on is recognised at the next attach.
  */
@@ -170,6 +173,23 @@ static void mark_in_use(struct pmidx_pool *pool)
 	pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
 }
 
+/* Tests: check every crash recovery of committed-mode objects by a trace. */
+bool pmidx_recovery_verify;
+
+static int verify_end(struct pmidx_pool *pool, const char **why)
+{
+	u64 off;
+	int bad = pmidx_alloc_verify_end(&pool->alloc, &off);
+
+	if (!bad)
+		return 0;
+	pr_err("pmidx: recovery from allocator metadata differs from a trace in %d objects (first %#llx, %s)\n",
+	       bad, off, pmidx_alloc_valid(&pool->alloc, off, 1) ?
+	       "reachable, not recovered" : "recovered, not reachable");
+	*why = "committed-mode recovery disagrees with a full trace";
+	return -EUCLEAN;
+}
+
 static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 {
 	struct pmidx_recover rc = { .clean = clean, .threads = num_online_cpus() };
@@ -190,10 +210,18 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 	ret = pmidx_alloc_trace_begin(&pool->alloc, why);
 	if (ret)
 		return ret;
+	if (pmidx_recovery_verify) {
+		ret = pmidx_alloc_verify_begin(&pool->alloc);
+		if (ret)
+			return ret;
+		rc.trace = true;
+	}
 	pool->flags |= PMIDX_POOL_F_RECOVERED;
 open:
 	mark_in_use(pool);
 	ret = open_engines(pool, &rc, why);
+	if (!ret && rc.trace)
+		ret = verify_end(pool, why);
 	if (!rc.clean) {
 		pmidx_alloc_trace_end(&pool->alloc);
 		pool->recovered_objects = atomic64_read(&pool->alloc.objects);
@@ -202,6 +230,31 @@ open:
 		return ret;
 	pool->recovery_ns = ktime_get_ns() - start;
 	return 0;
+}
+
+/**
+ * pmidx_pool_enable_intents - let committed-mode engines allocate
+ *
+ * Persistence order: the incompatible feature bit is durable in the
+ * superblock before the intent chunk or any committed-mode chunk exists,
+ * so a module without them refuses the pool instead of misreading it.
+ * Context: pool->lock held (or attach), the allocator not tracing.
+ */
+int pmidx_pool_enable_intents(struct pmidx_pool *pool, const char **why)
+{
+	u64 f = le64_to_cpu(pool->sb.feat_incompat);
+	int ret;
+
+	if (pool->alloc.intents)
+		return 0;
+	if (!(f & PMIDX_FEAT_INCOMPAT_INTENTS)) {
+		pool->sb.feat_incompat = cpu_to_le64(f | PMIDX_FEAT_INCOMPAT_INTENTS);
+		pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
+	}
+	ret = pmidx_alloc_intents_enable(&pool->alloc);
+	if (ret)
+		*why = "no free chunk for the allocator's intent records";
+	return ret;
 }
 
 static void pool_free_object(void *ctx, u64 off)

@@ -111,6 +111,8 @@ int pmidx_pool_format(void *base, u64 size, bool force, const char **why);
 struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 				   const char **why);
 void pmidx_pool_close(struct pmidx_pool *pool);
+int pmidx_pool_enable_intents(struct pmidx_pool *pool, const char **why);
+extern bool pmidx_recovery_verify;
 
 int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		       struct pmidx_index **out, const char **why);
