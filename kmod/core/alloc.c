@@ -854,13 +854,13 @@ int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why)
 			goto inconsistent;
 		bitmap_zero(c->bitmap, PMIDX_SLOTS_MAX);
 		c->nr_used = 0;
-		if (c->type == PMIDX_CHUNK_SLAB) {
+		if (type_slab(c->type)) {
 			for (k = 0; k < ARRAY_SIZE(words); k++)
 				words[k] = le64_to_cpu(h->bitmap[k]);
 			bitmap_from_arr64(c->bitmap, words, PMIDX_SLOTS_MAX);
 			c->nr_used = bitmap_weight(c->bitmap,
 						   class_slots(c->class));
-		} else if (c->type == PMIDX_CHUNK_RUN) {
+		} else if (type_run(c->type)) {
 			c->nr_used = 1;
 		}
 		if (c->nr_used != live)

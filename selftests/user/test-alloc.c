@@ -2,12 +2,16 @@
 /*
  * The persistent allocator: randomized alloc/free against a reference,
  * accounting, runs, pmidx_alloc_valid(), the clean detach/attach round
- * trip, and crash recovery (trace) freeing everything unreachable.
+ * trip, and crash recovery (trace) freeing everything unreachable;
+ * committed mode (intent records) under the crash simulator, checked
+ * against a trace after every crash image.
  */
 #include <stdlib.h>
 #include <linux/crc32.h>
 #include <shim/shim.h>
 #include "core/alloc_test.h"
+#include "core/engine.h"
+#include "crashsim.h"
 #include "harness.h"
 
 #define SZ	UT_POOL_SIZE
@@ -515,6 +519,280 @@ static void alloc_free_misuse_warns(void)
 	ut_img_free(img, SZ);
 }
 
+/* ---- committed mode (intent records), under the crash simulator -------- */
+
+/*
+ * A toy committed-mode engine: the index root (a null engine's, traced)
+ * holds CM_ROOT link words; every object holds CM_KIDS more. Each step
+ * links a new object into an empty word, replaces a linked one by a
+ * copy (that takes over its children, so the old one is freed by the
+ * same store), or unlinks a childless one: one pmidx_txn per step, the
+ * crash-atomic alloc and free of alloc.c. Live objects stay few while
+ * the steps are many, so freed slots and chunks are reused all the time.
+ */
+#define CM_ROOT		24
+#define CM_KIDS		4
+
+struct cm_arg {
+	u64		seed;
+	unsigned int	steps;
+};
+
+static u64 cm_state;
+
+/* the workload's own generator: the simulator replays it exactly */
+static u32 cm_rand(u32 n)
+{
+	cm_state ^= cm_state << 13;
+	cm_state ^= cm_state >> 7;
+	cm_state ^= cm_state << 17;
+	return (u32)(((cm_state >> 32) * (u64)n) >> 32);
+}
+
+static __le64 *cm_words(struct pmidx_pool *pool, u64 off)
+{
+	return pmidx_ptr(&pool->pm, off);
+}
+
+static u64 cm_size(void)
+{
+	if (!cm_rand(40))	/* a committed run */
+		return PMIDX_CLASS_MAX_SIZE + 8 + cm_rand(PMIDX_CHUNK_SIZE);
+	return CM_KIDS * 8 + cm_rand(1500);
+}
+
+/* Pick a random link word: one of the root's, or a child word below. */
+static __le64 *cm_pick(struct pmidx_pool *pool, u64 root)
+{
+	__le64 *w = &cm_words(pool, root)[cm_rand(CM_ROOT)];
+	u64 o;
+
+	while ((o = le64_to_cpu(*w)) && cm_rand(3))
+		w = &cm_words(pool, o)[cm_rand(CM_KIDS)];
+	return w;
+}
+
+static void cm_step(struct pmidx_pool *pool, u64 root)
+{
+	__le64 *w = cm_pick(pool, root), *n;
+	u64 old = le64_to_cpu(*w), nw = 0;
+	struct pmidx_txn txn;
+	int i;
+	bool leaf = true;
+
+	if (old)
+		for (i = 0; i < CM_KIDS; i++)
+			leaf &= !cm_words(pool, old)[i];
+	if (!old || !leaf || cm_rand(2)) {
+		nw = pmidx_alloc_committed(&pool->alloc, cm_size());
+		if (!nw)
+			return;
+		n = cm_words(pool, nw);
+		for (i = 0; i < CM_KIDS; i++)
+			n[i] = old ? cm_words(pool, old)[i] : 0;
+		pmidx_flush(&pool->pm, n, CM_KIDS * 8);	/* fenced by arm */
+	}
+	UT_EQ(pmidx_txn_begin(&pool->alloc, &txn), 0);
+	if (nw)
+		pmidx_txn_alloc(&txn, nw);
+	if (old)
+		pmidx_txn_free(&txn, old);
+	pmidx_txn_arm(&pool->alloc, &txn, w, 8, nw);
+	pmidx_store64_persist(&pool->pm, w, nw);	/* the link store */
+	pmidx_txn_end(&pool->alloc, &txn);
+	if (old)
+		pmidx_free(&pool->alloc, old);		/* no reader to wait for */
+}
+
+static int cm_run(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct cm_arg *a = arg;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	unsigned int i, op;
+	int ret;
+
+	cm_state = a->seed | 1;
+	ret = pmidx_pool_format(img, size, true, &why);
+	if (ret)
+		return ret;
+	pool = pmidx_pool_open(img, size, false, &why);
+	if (IS_ERR(pool))
+		return PTR_ERR(pool);
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
+	ret = pmidx_index_create(pool, "cm", PMIDX_ENGINE_B3, &idx, &why);
+	if (!ret)
+		ret = pmidx_pool_enable_intents(pool, &why);
+	crashsim_op_ack(cs, op);
+	for (i = 0; !ret && i < a->steps; i++)
+		cm_step(pool, idx->root);
+	pmidx_pool_close(pool);
+	return ret;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The trace, as a checker: reachable == committed-mode objects allocated. */
+static u64 cm_trace(struct crashsim *cs, struct pmidx_pool *pool, u64 off,
+		    unsigned int depth, u64 *out, u64 n)
+{
+	__le64 *w = cm_words(pool, off);
+	u64 o;
+	int i;
+
+	for (i = 0; i < (depth ? CM_KIDS : CM_ROOT); i++) {
+		o = le64_to_cpu(w[i]);
+		if (!o)
+			continue;
+		if (!pmidx_alloc_is_committed(&pool->alloc, o) ||
+		    !pmidx_alloc_valid(&pool->alloc, o, CM_KIDS * 8)) {
+			crashsim_fail(cs, "linked %#llx is no live committed object",
+				      (unsigned long long)o);
+			continue;
+		}
+		if (n < 4096)
+			out[n++] = o;
+		n = cm_trace(cs, pool, o, depth + 1, out, n);
+	}
+	return n;
+}
+
+static int cm_check(struct crashsim *cs, const struct crashsim_point *pt,
+		    struct pmidx_pool *pool, int err, const char *why, void *arg)
+{
+	struct pmidx_alloc *a;
+	struct pmidx_index *idx;
+	u64 *seen, *have, nseen, nhave = 0, i;
+	u32 c, k, nslots;
+
+	if (!pool) {
+		if (!crashsim_note_acked(cs, "create"))
+			return 0;
+		crashsim_fail(cs, "attach failed: %d (%s)", err, why);
+		return 0;
+	}
+	idx = pmidx_index_lookup(pool, "cm");
+	if (!idx) {
+		if (crashsim_note_acked(cs, "create"))
+			crashsim_fail(cs, "acknowledged index lost");
+		return 0;
+	}
+	a = &pool->alloc;
+	seen = calloc(4096, sizeof(u64));
+	have = calloc(4096, sizeof(u64));
+	UT_ASSERT(seen && have);
+	nseen = cm_trace(cs, pool, idx->root, 0, seen, 0);
+	for (c = 0; c < a->nr_chunks; c++) {
+		struct pmidx_chunk *ch = &a->chunks[c];
+		u64 base = a->data_off + ((u64)c << PMIDX_CHUNK_SHIFT);
+
+		if (ch->type == PMIDX_CHUNK_RUN_C && ch->nr_used && nhave < 4096)
+			have[nhave++] = base;
+		if (ch->type != PMIDX_CHUNK_SLAB_C)
+			continue;
+		nslots = PMIDX_SLOTS_MAX >> ch->class;
+		for (k = 0; k < nslots; k++)
+			if (test_bit(k, ch->bitmap) && nhave < 4096)
+				have[nhave++] = base +
+					((u64)k << (PMIDX_MIN_OBJ_SHIFT + ch->class));
+	}
+	qsort(seen, nseen, sizeof(u64), u64_cmp);
+	if (nseen != nhave)
+		crashsim_fail(cs, "trace reaches %llu committed objects, the allocator holds %llu",
+			      (unsigned long long)nseen, (unsigned long long)nhave);
+	for (i = 0; i < nseen && i < nhave; i++) {
+		if (seen[i] != have[i]) {
+			crashsim_fail(cs, "object %#llx: trace and allocator differ",
+				      (unsigned long long)min(seen[i], have[i]));
+			break;
+		}
+	}
+	crashsim_check_pool(cs, pool, nseen);
+	free(seen);
+	free(have);
+	return 0;
+}
+
+static void cm_crash(const char *name, unsigned int steps, bool at_flushes)
+{
+	struct cm_arg arg = { .seed = ut_seed, .steps = steps };
+	struct crashsim_workload wl = {
+		.name = name, .run = cm_run, .check = cm_check, .arg = &arg,
+	};
+	struct crashsim_config cfg = {
+		.pool_size = 16ULL << 20, .seed = ut_seed, .variants = 2,
+		.samples = 300, .exhaustive_max = 300, .only_point = -1,
+		.only_variant = -1, .at_flushes = at_flushes,
+		.save_dir = getenv("PMIDX_CRASH_SAVE"),
+		.prefix = crashsim_prefix_default(),
+	};
+	struct crashsim_result res;
+
+	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	crashsim_print_result(name, &cfg, &res);
+	UT_ASSERT(res.points > 0 && res.images >= res.points);
+	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
+		      (unsigned long long)res.failures);
+	UT_ASSERT_MSG(!res.unflushed_at_end, "%llu lines never made durable",
+		      (unsigned long long)res.unflushed_at_end);
+}
+
+/* Many steps, few live objects: freed slots, chunks and runs are reused. */
+static void alloc_committed_crash(void)
+{
+	cm_crash("alloc_committed_crash", 1500, false);
+}
+
+/* Short, every fence and flush a crash point (exhaustive). */
+static void alloc_committed_crash_short(void)
+{
+	cm_crash("alloc_committed_crash_short", 40, true);
+}
+
+/* Recovery reads no object: a crash attach with committed objects only. */
+static void alloc_committed_rules(void)
+{
+	void *img = ut_img_alloc(SZ), *dup;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_txn txn;
+	const char *why;
+	__le64 *w;
+	u64 a1, a2;
+
+	UT_EQ(pmidx_pool_enable_intents(pool, &why), 0);
+	UT_ASSERT(le64_to_cpu(pool->sb.feat_incompat) & PMIDX_FEAT_INCOMPAT_INTENTS);
+	a1 = pmidx_alloc_committed(&pool->alloc, 300);
+	a2 = pmidx_alloc_committed(&pool->alloc, 300);
+	UT_ASSERT(a1 && a2 && pmidx_alloc_is_committed(&pool->alloc, a1));
+	UT_ASSERT(!pmidx_alloc_is_committed(&pool->alloc,
+					    pmidx_alloc(&pool->alloc, 300)));
+	w = cm_words(pool, a2);			/* any durable word will do */
+	*w = 0;
+	/* armed, link store done, crash before end: the record commits a1 */
+	UT_EQ(pmidx_txn_begin(&pool->alloc, &txn), 0);
+	pmidx_txn_alloc(&txn, a1);
+	pmidx_txn_arm(&pool->alloc, &txn, w, 8, a1);
+	pmidx_store64_persist(&pool->pm, w, a1);
+	dup = ut_img_dup(img, SZ);
+	pmidx_txn_end(&pool->alloc, &txn);
+	pmidx_pool_close(pool);
+	pool = ut_pool_open(dup, SZ);
+	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
+	UT_ASSERT(pmidx_alloc_valid(&pool->alloc, a1, 300));
+	/* a2 was pending (never committed): free; the traced one too */
+	UT_ASSERT(!pmidx_alloc_valid(&pool->alloc, a2, 1));
+	UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 1);
+	pmidx_pool_close(pool);
+	ut_img_free(dup, SZ);
+	ut_img_free(img, SZ);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(alloc_random_vs_reference),
 	UT_TEST(alloc_fill_and_drain),
@@ -527,9 +805,14 @@ static const struct ut_test tests[] = {
 	UT_TEST(alloc_header_damage),
 	UT_TEST(alloc_trace_rules),
 	UT_TEST(alloc_free_misuse_warns),
+	UT_TEST(alloc_committed_rules),
+	UT_TEST(alloc_committed_crash_short),
+	UT_TEST(alloc_committed_crash),
 };
 
 int main(int argc, char **argv)
 {
+	if (crashsim_parse_model(&argc, argv))
+		return 2;
 	return ut_main(argc, argv, "allocator", tests, ARRAY_SIZE(tests));
 }
