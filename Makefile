@@ -127,13 +127,18 @@ clean:
 # cached in /var/cache/pmidx/kernel (PMIDX_KERNEL_CACHE), and pmidx.ko built
 # against it in build/debug. `make check` runs its suites (run-suites debug);
 # PMIDX_VM_KERNEL=debug tools/pmidx-vm ... boots it by hand.
-.PHONY: debug-kernel check-kcsan
+.PHONY: debug-kernel check-kcsan check-debug-long
 debug-kernel:
 	@tools/debug-kernel
 
-# Opt-in: data_path and async_api on a KCSAN kernel (build/kcsan). A data
-# race fails its suite; the distinct races are listed from the guest logs
-# (build/results/*-kcsan.dmesg).
+# Opt-in: the debug tier's long run (race tests 60 s each, the full
+# data_path workload, four power cuts); about 25 minutes under TCG.
+check-debug-long: all
+	@tools/run-suites debug-long
+
+# Opt-in: the debug tier's guest suites (selftests/vm/debug_tier.sh) on a
+# KCSAN kernel (build/kcsan). A data race fails the run; the distinct races
+# are listed from the guest log (build/results/*-kcsan.dmesg).
 check-kcsan: all
 	@tools/run-suites kcsan; rc=$$?; \
 	echo "== KCSAN reports (distinct, count):"; \

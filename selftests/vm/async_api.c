@@ -35,6 +35,24 @@
 #include "pmem_dev.h"
 
 #define INDEX_NAME	"async"
+
+/*
+ * PMIDX_OPS_PCT=N: run N % of the operations (1..100, default 100); the
+ * debug kernel's tier runs a lighter load (tools/run-suites).
+ */
+static unsigned int scaled(unsigned int n)
+{
+	static int pct;
+
+	if (!pct) {
+		const char *s = getenv("PMIDX_OPS_PCT");
+
+		pct = s ? atoi(s) : 100;
+		if (pct < 1 || pct > 100)
+			pct = 100;
+	}
+	return n * pct / 100 ?: 1;
+}
 #define VAL_LEN		16
 
 /* Key @i: big-endian u64; its value: 16 bytes that name it. */
@@ -226,11 +244,12 @@ static void tally_done(struct pmidx_ring *r, const struct pmidx_completion *c)
 	__ret;								\
 })
 
-#define NDEEP	20000
+#define NDEEP_MAX	20000
+#define NDEEP		scaled(NDEEP_MAX)
 
 TEST_F_TIMEOUT(async, deep_queue, 300)
 {
-	static uint8_t keys[NDEEP][8], vals[NDEEP][VAL_LEN], out[NDEEP][VAL_LEN];
+	static uint8_t keys[NDEEP_MAX][8], vals[NDEEP_MAX][VAL_LEN], out[NDEEP_MAX][VAL_LEN];
 	struct pmidx_completion c[64];
 	struct tally puts = { 0 }, dels = { 0 };
 	struct pmidx_ring *r;
@@ -296,12 +315,13 @@ TEST_F_TIMEOUT(async, deep_queue, 300)
 
 /* ---- batches ------------------------------------------------------------ */
 
-#define NBATCH	3000
+#define NBATCH_MAX	3000
+#define NBATCH		scaled(NBATCH_MAX)
 
 TEST_F_TIMEOUT(async, batches, 300)
 {
-	static uint8_t keys[NBATCH][8], vals[NBATCH][VAL_LEN], out[NBATCH][VAL_LEN];
-	static struct pmidx_req q[NBATCH];
+	static uint8_t keys[NBATCH_MAX][8], vals[NBATCH_MAX][VAL_LEN], out[NBATCH_MAX][VAL_LEN];
+	static struct pmidx_req q[NBATCH_MAX];
 	struct tally t = { 0 };
 	struct pmidx_ring *r;
 	uint8_t scanbuf[4096], small[4];
@@ -846,7 +866,8 @@ TEST_F_TIMEOUT(async, teardown_inflight, 300)
 /* ---- many rings ------------------------------------------------------------- */
 
 #define NTHREADS	8
-#define PER_THREAD	4000
+#define PER_THREAD_MAX	4000
+#define PER_THREAD	scaled(PER_THREAD_MAX)
 
 struct worker {
 	pthread_t		tid;
@@ -856,10 +877,10 @@ struct worker {
 	unsigned int		t;
 	int			err;
 	struct tally		tally;
-	uint8_t			keys[PER_THREAD][8];
-	uint8_t			vals[PER_THREAD][VAL_LEN];
-	uint8_t			out[PER_THREAD][VAL_LEN];
-	struct pmidx_req	q[PER_THREAD];
+	uint8_t			keys[PER_THREAD_MAX][8];
+	uint8_t			vals[PER_THREAD_MAX][VAL_LEN];
+	uint8_t			out[PER_THREAD_MAX][VAL_LEN];
+	struct pmidx_req	q[PER_THREAD_MAX];
 };
 
 /* Puts in batches of 16, then single gets, on the thread's own ring. */

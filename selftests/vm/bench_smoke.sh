@@ -27,7 +27,7 @@ echo "1..6"
 
 tools/pmidx-vm --quiet --pmem "$OUT/pmem.img:256M" --log "$OUT/dmesg.log" -- sh -c "
 	$CTL format --force /dev/pmem0 >/dev/null && $CTL attach /dev/pmem0 >/dev/null || exit 1
-	insmod samples/pmidx_dentry/pmidx_dentry.ko || exit 1
+	insmod \${PMIDX_DENTRY_KO:-samples/pmidx_dentry/pmidx_dentry.ko} || exit 1
 	for e in ccl utree; do
 		$B --keys $KEYS --engine \$e --workload C --json $OUT/C-\$e.json --compare \
 			path=ioctl path=uring,qd=1 path=uring,qd=16 path=uring,qd=16,batch=16 \

@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.." || exit 1
 CTL=build/bin/pmidxctl
 . selftests/vm/lib.sh
 DEV=/dev/pmidx_dentry
+# The sample client built with pmidx.ko (tools/pmidx-vm points it at
+# build/debug/... for the debug tier's kernel).
+DENTRY_KO=${PMIDX_DENTRY_KO:-samples/pmidx_dentry/pmidx_dentry.ko}
 
 # cmd FD LINE: send one command; its status is write(2)'s
 cmd() { printf '%s\n' "$2" >&"$1" 2>/dev/null; }
@@ -27,7 +30,7 @@ expect() {
 
 echo "TAP version 13"
 $CTL format --force /dev/pmem0 >/dev/null && $CTL attach /dev/pmem0 >/dev/null &&
-	insmod samples/pmidx_dentry/pmidx_dentry.ko
+	insmod "$DENTRY_KO"
 ok $? "setup: pool attached, sample client loaded" || { summary; exit 1; }
 
 for e in ccl utree; do
