@@ -903,6 +903,14 @@ static int worker_run(struct worker *w, struct pmidx_ring *r)
 		if (ret)
 			return ret;
 	}
+	/*
+	 * Operations in flight on one ring are not ordered: a put BATCH
+	 * goes to io_uring's workers while a GET may complete inline, so
+	 * the puts complete before their keys are read back.
+	 */
+	ret = pmidx_ring_wait(r, UINT_MAX);
+	if (ret < 0)
+		return ret;
 	for (i = 0; i < PER_THREAD; i++) {
 		ret = RING_QUEUE(r, pmidx_ring_get(r, w->idx, w->keys[i], 8,
 						   w->out[i], VAL_LEN, tally_done,

@@ -6,7 +6,7 @@
 # more than most suites themselves, so they share one boot and one leak
 # check (which then covers all of them). Runs in the guest, with the test
 # module (pool_admin drives its allocator exercise) and two devices: the
-# big one for every suite, the small one for pool_admin.
+# big one (/dev/pmem0) for every suite, the small one for pool_admin.
 #
 #   DEBUG_TIER_ONLY="data_path races"  run only these (development)
 #
@@ -16,6 +16,14 @@ cd "$(dirname "$0")/../.." || exit 1
 CTL=build/bin/pmidxctl
 BIN=build/bin/selftests
 rc=0
+
+# The suites but pool_admin use /dev/pmem0: it must be the big device
+# (QEMU's last --pmem).
+if [ "$(cat /sys/block/pmem0/size)" -lt "$(cat /sys/block/pmem1/size)" ]; then
+	echo "debug_tier: /dev/pmem0 is the small device; pass the big one last"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 
 # Leave no pool attached and no client loaded for the next suite.
 reset_state() {
