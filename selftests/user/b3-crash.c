@@ -61,6 +61,8 @@ static u32 val_of(u64 id, u8 *v)
 }
 
 static u8 vbuf[65536], gbuf[65536];
+/* the checker's: it runs while the workload is stopped inside a put of vbuf */
+static u8 cbuf[65536];
 
 static int put(struct pmidx_index *idx, u64 n, u64 v)
 {
@@ -449,13 +451,208 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 	return 0;
 }
 
+/*
+ * H1 (docs/reviews/b3-review.md): a crash inside an SMO can leave a child
+ * word W naming l, the left neighbour of the page of W's range, while l
+ * keeps its own word. An SMO that later retires l must not leave W naming
+ * it. So at such an image: fill l's range (keys of length 6, which key_of()
+ * never makes) until l is defragmented or split, touch nothing in W's
+ * range, then read everything, CHECK, and crash once more.
+ */
+#define XMAX	(2 * B3_SLOTS)
+
+static struct {
+	bool		set;
+	u64		index;		/* the crash image they went into */
+	unsigned int	variant;
+	unsigned int	n;
+	u8		key[XMAX][6];
+} xk;
+static unsigned long provoked;	/* images with an SMO on a leftover's page */
+
+/* A leaf that a child word names for a range to its right, or NULL. */
+static struct b3_page *leftover(struct b3 *t)
+{
+	u64 off = le64_to_cpu(t->root->top), child[B3_SLOTS + 1], sib;
+	struct b3_key lo, lk;
+	struct b3_page *p;
+	u8 sep[B3_SLOTS];
+	int n, i;
+
+	if (!off)
+		return NULL;
+	for (p = b3_pg(t, off); p->level > 1; p = b3_pg(t, child[0]))
+		if (b3_inner_inorder(t, p, child, sep) < 0)
+			return NULL;
+	for (; p->level == 1; p = b3_pg(t, sib)) {
+		n = b3_inner_inorder(t, p, child, sep);
+		if (n < 0)
+			return NULL;
+		lo = b3_low(p);
+		for (i = 0; i <= n; i++) {
+			if (i)
+				lo = b3_node_key(t, &p->i[sep[i - 1]].key,
+						 le32_to_cpu(p->i[sep[i - 1]].meta));
+			lk = b3_low(b3_pg(t, child[i]));
+			if (b3_cmp(&lk, &lo) < 0)
+				return b3_pg(t, child[i]);
+		}
+		sib = le64_to_cpu(p->sibling);
+		if (!sib)
+			break;
+	}
+	return NULL;
+}
+
+static u64 smo_count(struct pmidx_index *idx)
+{
+	struct b3_pcpu s = b3_sum(idx);
+
+	return s.splits + s.defrags;
+}
+
+/* Keys into the leftover's page until an SMO replaces it. */
+static void provoke(struct crashsim *cs, struct pmidx_index *idx)
+{
+	struct b3 *t = idx->priv;
+	struct b3_page *l = leftover(t);
+	u8 lob[B3_LOW_MAX], hib[B3_LOW_MAX], *k;
+	struct b3_key lo = { lob }, hi = { hib }, kk;
+	u64 before = smo_count(idx), v;
+	u32 p, c;
+	int ret;
+
+	if (!l)
+		return;
+	if (!l->sibling) {
+		crashsim_fail(cs, "a leftover word names the last leaf");
+		return;
+	}
+	/* copies: l is retired below */
+	lo.len = l->lowlen;
+	memcpy(lob, l->low, lo.len);
+	hi.len = b3_pg(t, le64_to_cpu(l->sibling))->lowlen;
+	memcpy(hib, b3_pg(t, le64_to_cpu(l->sibling))->low, hi.len);
+	p = lo.len >= 3 ? lo.p[0] << 16 | lo.p[1] << 8 | lo.p[2] : 0;
+	for (c = 0; xk.n < XMAX && smo_count(idx) == before; c++) {
+		if (c == 1 << 16) {
+			c = 0;
+			p++;
+		}
+		k = xk.key[xk.n];
+		k[0] = p >> 16;
+		k[1] = p >> 8;
+		k[2] = p;
+		k[3] = 0xff;
+		k[4] = c >> 8;
+		k[5] = c;
+		kk.p = k;
+		kk.len = 6;
+		if (b3_cmp(&kk, &lo) < 0)
+			continue;
+		if (b3_cmp(&kk, &hi) >= 0)
+			break;
+		v = xk.n;
+		ret = idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0);
+		if (ret) {
+			crashsim_fail(cs, "put into the leftover's neighbour: %d", ret);
+			return;
+		}
+		xk.n++;
+	}
+	if (smo_count(idx) == before)
+		crashsim_fail(cs, "%u keys put, no SMO on the leftover's neighbour", xk.n);
+	else
+		provoked++;
+}
+
+/* Every key against the model, the extra keys, CHECK and scans. */
+static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
+		       const char *when)
+{
+	struct crashsim_expect e;
+	const char *why = NULL;
+	u64 n, keys, live = 0, v;
+	unsigned int x;
+	u32 gl;
+	int ret;
+
+	for (n = 0; n < CKEYS; n++) {
+		u8 k[256];
+		u32 kl = key_of(n, k);
+
+		gl = sizeof(gbuf);
+		ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+		v = 0;
+		if (ret && ret != -ENOENT) {
+			crashsim_fail(cs, "%s: key %llu: get %d", when,
+				      (unsigned long long)n, ret);
+			continue;
+		}
+		crashsim_expect(cs, k, kl, &e);
+		for (x = 0; !ret && x < e.n; x++) {
+			u64 w = e.value[x] % 10 == 9 ? e.value[x] - 1 : e.value[x];
+			u32 vl = val_of(w, cbuf);
+
+			if (e.present[x] && gl == vl && !memcmp(gbuf, cbuf, vl))
+				v = e.value[x];
+		}
+		if (!crashsim_expect_ok(&e, !ret, v))
+			crashsim_fail(cs, "%s: key %llu: %s, expected %s (of %u outcomes)",
+				      when, (unsigned long long)n,
+				      !ret ? "present with another value" : "absent",
+				      e.present[0] ? "present" : "absent", e.n);
+		live += !ret;
+	}
+	for (x = 0; x < xk.n; x++) {
+		gl = sizeof(gbuf);
+		ret = idx->ops->get(idx, xk.key[x], 6, gbuf, &gl);
+		v = x;
+		if (ret || gl != 8 || memcmp(gbuf, &v, 8))
+			crashsim_fail(cs, "%s: extra key %u: get %d", when, x, ret);
+		live++;
+	}
+	if (idx->ops->check(idx, &keys, &why))
+		crashsim_fail(cs, "%s: engine check: %s", when, why);
+	else if (keys != live)
+		crashsim_fail(cs, "%s: check counts %llu keys, get %llu", when,
+			      (unsigned long long)keys, (unsigned long long)live);
+	if (scan_all(idx, 0) != live)
+		crashsim_fail(cs, "%s: scan disagrees with get", when);
+}
+
+static void *img2;	/* the second crash's image, one for the run */
+
+/* Crash now (every store of ours is durable: a copy is the image). */
+static void crash_again(struct crashsim *cs, struct pmidx_pool *pool)
+{
+	struct pmidx_pool *rec;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+
+	if (!img2)
+		img2 = ut_img_alloc(pool->pm.size);
+	memcpy(img2, pool->pm.base, pool->pm.size);
+	rec = pmidx_pool_open(img2, pool->pm.size, false, &why);
+	if (IS_ERR(rec)) {
+		crashsim_fail(cs, "attach after the second crash: %ld (%s)",
+			      PTR_ERR(rec), why);
+		return;
+	}
+	idx = pmidx_index_lookup(rec, "kv");
+	if (!idx || !idx->opened)
+		crashsim_fail(cs, "index lost at the second crash");
+	else
+		check_keys(cs, idx, "after the second crash");
+	pmidx_pool_close(rec);
+}
+
 static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		       struct pmidx_pool *pool, int err, const char *why, void *arg)
 {
 	struct pmidx_index *idx;
-	struct crashsim_expect e;
-	u64 n, keys, live = 0;
 	unsigned int r;
+	u64 n;
 
 	if (!pool) {
 		if (!crashsim_note_acked(cs, "create") && (err == -EINVAL || err == -EUCLEAN))
@@ -469,45 +666,22 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 			crashsim_fail(cs, "acknowledged index lost");
 		return 0;
 	}
+	/* the first attach of this image (the second one is clean) */
+	if (!xk.set || xk.index != pt->index || xk.variant != pt->variant) {
+		xk.set = true;
+		xk.index = pt->index;
+		xk.variant = pt->variant;
+		xk.n = 0;
+		provoke(cs, idx);
+	}
 	for (r = 0; r < 2; r++) {	/* then once more after a writer's repair */
-		live = 0;
-		for (n = 0; n < CKEYS; n++) {
-			u8 k[256];
-			u32 kl = key_of(n, k), gl = sizeof(gbuf);
-			int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
-			unsigned int x;
-			u64 v = 0;
-
-			if (ret && ret != -ENOENT) {
-				crashsim_fail(cs, "key %llu: get %d", (unsigned long long)n, ret);
-				continue;
-			}
-			crashsim_expect(cs, k, kl, &e);
-			for (x = 0; !ret && x < e.n; x++) {
-				u64 w = e.value[x] % 10 == 9 ? e.value[x] - 1 : e.value[x];
-				u32 vl = val_of(w, vbuf);
-
-				if (e.present[x] && gl == vl && !memcmp(gbuf, vbuf, vl))
-					v = e.value[x];
-			}
-			if (!crashsim_expect_ok(&e, !ret, v))
-				crashsim_fail(cs, "key %llu: %s, expected %s (of %u outcomes)",
-					      (unsigned long long)n,
-					      !ret ? "present with another value" : "absent",
-					      e.present[0] ? "present" : "absent", e.n);
-			live += !ret;
-		}
-		if (idx->ops->check(idx, &keys, &why))
-			crashsim_fail(cs, "engine check: %s", why);
-		else if (keys != live)
-			crashsim_fail(cs, "check counts %llu keys, get %llu",
-				      (unsigned long long)keys, (unsigned long long)live);
-		if (scan_all(idx, 0) != live)
-			crashsim_fail(cs, "scan disagrees with get");
+		check_keys(cs, idx, r ? "after a writer's repair" : "at attach");
 		if (r) {
 			repaired += !!b3_sum(idx).repairs;
 			break;
 		}
+		if (xk.n)
+			crash_again(cs, pool);
 		/* a writer over the whole key space meets any leftover */
 		for (n = 0; n < CKEYS; n += 7) {
 			u8 k[256];
@@ -525,7 +699,8 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 
 static unsigned int samples = 400;
 
-static void run(const char *name, unsigned int ops)
+/* @all: every crash point (unless PMIDX_CRASH_SAMPLES says otherwise) */
+static void run(const char *name, unsigned int ops, bool all)
 {
 	struct wl_arg arg = { .seed = ut_seed, .ops = ops };
 	struct crashsim_workload wl = {
@@ -533,22 +708,30 @@ static void run(const char *name, unsigned int ops)
 	};
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
-		.samples = samples, .exhaustive_max = samples, .only_point = -1,
+		.samples = samples, .only_point = -1,
+		.exhaustive_max = all && !getenv("PMIDX_CRASH_SAMPLES") ? 1U << 30 : samples,
 		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
 		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
 	const char *e;
 
-	if ((e = getenv("PMIDX_CRASH_POINT")))
+	e = getenv("PMIDX_CRASH_POINT");
+	if (e)
 		cfg.only_point = strtol(e, NULL, 0);
-	if ((e = getenv("PMIDX_CRASH_VARIANT")))
+	e = getenv("PMIDX_CRASH_VARIANT");
+	if (e)
 		cfg.only_variant = strtol(e, NULL, 0);
+	xk.set = false;
+	xk.n = 0;
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	ut_img_free(img2, cfg.pool_size);
+	img2 = NULL;
 	crashsim_print_result(name, &cfg, &res);
-	printf("# %s: %lu images had a half-done SMO repaired by a writer\n",
-	       name, repaired);
+	printf("# %s: %lu images had a half-done SMO repaired by a writer, %lu an SMO on the page a leftover word names\n",
+	       name, repaired, provoked);
 	repaired = 0;
+	provoked = 0;
 	UT_ASSERT(res.points > 0 && res.images >= res.points);
 	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
 		      (unsigned long long)res.failures);
@@ -559,7 +742,13 @@ static void run(const char *name, unsigned int ops)
 
 static void b3_crash_smo(void)
 {
-	run("b3_crash_smo", 1200);
+	run("b3_crash_smo", 1200, false);
+}
+
+/* H1: every crash point of a shorter history, each leftover provoked */
+static void b3_crash_leftover_smo(void)
+{
+	run("b3_crash_leftover_smo", 600, true);
 }
 
 static const struct ut_test tests[] = {
@@ -567,6 +756,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_structure),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_crash_smo),
+	UT_TEST(b3_crash_leftover_smo),
 };
 
 int main(int argc, char **argv)

@@ -147,8 +147,16 @@ struct b3_lpos {
 	bool		right;
 };
 
+/*
+ * @check: before_retire()'s descent (smo.c); @fix_key: per level, the key
+ * whose path must be repaired before an SMO at that level goes on.
+ */
 struct b3_scratch {
 	struct b3_path	path;
+	struct b3_path	check;
+	u8		fix_key[B3_MAX_LEVEL][B3_LOW_MAX];
+	u8		fix_len[B3_MAX_LEVEL];
+	int		fix_level;
 	struct b3_lnode	ln[2 * B3_SLOTS];
 	struct b3_inode	in[B3_SLOTS];
 	u64		child[B3_SLOTS + 1];
@@ -260,6 +268,14 @@ struct b3_walk {
 	const char *why;
 };
 
+/* A growable array of pool offsets (the checker's and the walk's). */
+struct b3_offs {
+	u64	*off;
+	u64	n, cap;
+};
+
+int b3_offs_add(struct b3_offs *a, u64 v);
+void b3_offs_sort(struct b3_offs *a);
 int b3_walk(struct b3 *t, struct b3_walk *w);
 int b3_recover(struct b3 *t, const struct pmidx_recover *rc);
 

@@ -12,7 +12,9 @@
  *     level below, nodes with valid meta and check words, keys strictly
  *     rising in order and inside [low(page), low(sibling)), children
  *     starting at or below their separator (a leftover of a half-done SMO
- *     is a healthy state: its child word names a page to the left);
+ *     is a healthy state: its child word names a page to the left), and
+ *     every child word naming a page of the chain of the level below (a
+ *     page out of its chain is retired or leaked: smo.c, walk.c);
  *   - ownership: no page or blob referenced twice, each allocated, each
  *     blob well formed with its key's length;
  *   - the count: live keys against the per-CPU key counters.
@@ -50,29 +52,12 @@ void b3_thaw(struct b3 *t)
 	mutex_unlock(&t->gate);
 }
 
-struct refs {
-	u64	*off;
-	u64	n, cap;
-};
-
-static int refs_add(struct b3 *t, struct b3_walk *w, u64 off)
+static int refs_add(struct b3_walk *w, u64 off)
 {
-	struct refs *r = w->ctx;
-	u64 *p;
-
-	if (r->n == r->cap) {
-		r->cap = r->cap ? 2 * r->cap : 1024;
-		p = kvmalloc_array(r->cap, sizeof(*p), GFP_KERNEL);
-		if (!p) {
-			w->why = "out of memory";
-			return -ENOMEM;
-		}
-		if (r->n)
-			memcpy(p, r->off, r->n * sizeof(*p));
-		kvfree(r->off);
-		r->off = p;
+	if (b3_offs_add(w->ctx, off)) {
+		w->why = "out of memory";
+		return -ENOMEM;
 	}
-	r->off[r->n++] = off;
 	return 0;
 }
 
@@ -82,7 +67,7 @@ static int add_page(struct b3 *t, struct b3_walk *w, u64 off)
 		w->why = "page not allocated";
 		return -EUCLEAN;
 	}
-	return refs_add(t, w, off);
+	return refs_add(w, off);
 }
 
 static int add_blob(struct b3 *t, struct b3_walk *w, u64 off)
@@ -95,46 +80,24 @@ static int add_blob(struct b3 *t, struct b3_walk *w, u64 off)
 		w->why = "blob not allocated or malformed";
 		return -EUCLEAN;
 	}
-	return refs_add(t, w, off);
+	return refs_add(w, off);
 }
 
-static void sift(u64 *a, u64 i, u64 n)
+/* Any object referenced twice? */
+static bool has_dup(struct b3_offs *r)
 {
-	u64 c, x;
+	u64 i;
 
-	for (; (c = 2 * i + 1) < n; i = c) {
-		if (c + 1 < n && a[c + 1] > a[c])
-			c++;
-		if (a[i] >= a[c])
-			return;
-		x = a[i];
-		a[i] = a[c];
-		a[c] = x;
-	}
-}
-
-/* Heapsort the references (no recursion, no extra memory); any dup? */
-static bool has_dup(u64 *a, u64 n)
-{
-	u64 i, x;
-
-	for (i = n / 2; i-- > 0;)
-		sift(a, i, n);
-	for (i = n; i-- > 1;) {
-		x = a[0];
-		a[0] = a[i];
-		a[i] = x;
-		sift(a, 0, i);
-	}
-	for (i = 1; i < n; i++)
-		if (a[i] == a[i - 1])
+	b3_offs_sort(r);
+	for (i = 1; i < r->n; i++)
+		if (r->off[i] == r->off[i - 1])
 			return true;
 	return false;
 }
 
 int b3_check(struct b3 *t, u64 *keys, const char **why)
 {
-	struct refs r = {};
+	struct b3_offs r = {};
 	struct b3_walk w = {
 		.page = add_page, .blob = add_blob, .ctx = &r, .validate = true,
 	};
@@ -143,7 +106,7 @@ int b3_check(struct b3 *t, u64 *keys, const char **why)
 
 	b3_freeze(t);
 	ret = b3_walk(t, &w);
-	if (!ret && has_dup(r.off, r.n)) {
+	if (!ret && has_dup(&r)) {
 		w.why = "object referenced twice";
 		ret = -EUCLEAN;
 	}

@@ -37,6 +37,14 @@
  * the chain pages of the word's range under it: the word := the one
  * page, or := new separator nodes for the pages (§3.3.2: a half-done
  * split is finished, a half-done merge is undone).
+ *
+ * A leftover word names a page l that keeps its own word too. Nobody
+ * whose key is in l's range passes the leftover, so an SMO can retire l
+ * through l's own word; the leftover would then name a retired page. So
+ * before any SMO retires a page X, the word covering low(X's sibling) is
+ * repaired (before_retire()): every leftover names the page just left of
+ * its range, so that is the only other word that can name X. The SMO
+ * then starts over from its own descent.
  */
 #include <linux/errno.h>
 #include <linux/string.h>
@@ -44,6 +52,7 @@
 #include "b3.h"
 
 #define FIX_MAX		4	/* pages under one child word in a leftover */
+#define NEED_FIX	3	/* before_retire() found a leftover to repair */
 
 static void persist_page(struct b3 *t, struct b3_page *p)
 {
@@ -70,6 +79,36 @@ static void swap_in(struct b3 *t, struct b3_page *old, __le64 *ref,
 		b3_commit(t, &l->sibling, first);
 	}
 	b3_commit(t, ref, final);
+}
+
+/*
+ * Before an SMO retires page @x (file comment): is the path to low(@x's
+ * sibling) at @x's level free of leftovers? A lock-free descent; the
+ * caller may hold page locks.
+ * Return: 0 yes; NEED_FIX no (the key saved for @x's level: the caller
+ * drops its locks, repairs with fix_saved(), starts over); < 0 an error.
+ */
+static int before_retire(struct b3 *t, struct b3_page *x)
+{
+	struct b3_scratch *s = t->scr;
+	u64 sib = b3_ld(&x->sibling);
+	struct b3_key lk;
+	int ret;
+
+	if (!sib)
+		return 0;
+	if (!b3_page_ok(t, sib))
+		return -EUCLEAN;
+	lk = b3_low(b3_pg(t, sib));
+	ret = b3_descend(t, &lk, x->level, &s->check);
+	if (ret)
+		return ret == -ENOENT ? -EUCLEAN : ret;
+	if (s->check.bad < 0)
+		return 0;
+	memcpy(s->fix_key[x->level], lk.p, lk.len);
+	s->fix_len[x->level] = lk.len;
+	s->fix_level = x->level;
+	return NEED_FIX;
 }
 
 /* The live nodes of locked page @p into the scratch. Return: count. */
@@ -219,14 +258,20 @@ static int room_at(struct b3 *t, struct b3_path *path, int lvl, u32 need)
 		b3_unlock(t, p);
 		return 0;
 	}
+	/* @p will be retired */
+	ret = before_retire(t, p);
+	if (ret) {
+		b3_unlock(t, p);
+		return ret;
+	}
 	if (b3_live(t, p) + need <= B3_DEFRAG_MAX) {
 		ret = defrag(t, path, lvl);
 	} else {
 		ret = lvl < path->top ? room_at(t, path, lvl + 1, 1) : 0;
 		if (!ret)
 			ret = split(t, path, lvl);
-		else
-			ret = ret < 0 ? ret : 2;
+		else if (ret == 1)
+			ret = 2;
 	}
 	if (ret) {
 		b3_unlock(t, p);
@@ -238,7 +283,8 @@ static int room_at(struct b3 *t, struct b3_path *path, int lvl, u32 need)
 /*
  * Put the pages of the range of the child word at the highest transient
  * level of @path under that word (file comment).
- * Return: 1 repaired (descend again), < 0 an error.
+ * Return: 1 repaired (descend again), NEED_FIX (nothing done), < 0 an
+ * error.
  */
 static int fix_path(struct b3 *t, struct b3_path *path)
 {
@@ -317,6 +363,41 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 	return 1;
 }
 
+/*
+ * Repair every leftover on the path to the key before_retire() saved for
+ * @level. Nested repairs are for higher levels only (fix_path() makes
+ * room above the leftover's level), so this recursion is bounded.
+ * Return: 0, < 0 an error.
+ */
+static int fix_saved(struct b3 *t, int level)
+{
+	struct b3_scratch *s = t->scr;
+	struct b3_key k = { s->fix_key[level], s->fix_len[level] };
+	int ret;
+
+	for (;;) {
+		ret = b3_descend(t, &k, level, &s->path);
+		if (ret)
+			return ret == -ENOENT ? -EUCLEAN : ret;
+		if (s->path.bad < 0)
+			return 0;
+		ret = fix_path(t, &s->path);
+		if (ret == NEED_FIX)
+			ret = s->fix_level > level ? fix_saved(t, s->fix_level) :
+						     -EUCLEAN;
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/* An SMO step's result: NEED_FIX is repaired here. Return: 0 go on, < 0 */
+static int settle(struct b3 *t, int ret)
+{
+	if (ret == NEED_FIX)
+		return fix_saved(t, t->scr->fix_level);
+	return min(ret, 0);
+}
+
 /**
  * b3_del_cow - delete @k from its leaf by copying the page without it
  * @kw, @vw, @meta: the deleted node's words (its blobs: the caller's)
@@ -341,9 +422,13 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 		if (ret)
 			return ret;
 		if (path->bad < 0)
+			ret = before_retire(t, path->lv[0].pg);
+		else
+			ret = fix_path(t, path);
+		if (!ret)
 			break;
-		ret = fix_path(t, path);
-		if (ret < 0)
+		ret = settle(t, ret);
+		if (ret)
 			return ret;
 	}
 	p = path->lv[0].pg;
@@ -420,6 +505,8 @@ int b3_make_room(struct b3 *t, const struct b3_key *k)
 			ret = fix_path(t, path);
 		else
 			ret = room_at(t, path, 0, 1);
+		if (ret == NEED_FIX)
+			ret = settle(t, ret) ?: 1;
 		if (ret <= 0)
 			return ret;
 	}
@@ -440,8 +527,8 @@ int b3_fix(struct b3 *t, const struct b3_key *k)
 			return ret == -ENOENT ? 0 : ret;
 		if (path->bad < 0)
 			return 0;
-		ret = fix_path(t, path);
-		if (ret < 0)
+		ret = settle(t, fix_path(t, path));
+		if (ret)
 			return ret;
 	}
 }
@@ -481,11 +568,12 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 	bool rule1, direct;
 	u64 w, o;
 
+again:
 	ret = b3_descend(t, k, 0, path);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
 	if (path->bad >= 0)
-		return min(fix_path(t, path), 0);
+		return settle(t, fix_path(t, path));
 	st = &path->lv[0];
 	if (!path->top || st->ref.slot < 0)
 		return 0;
@@ -505,6 +593,16 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 	b = rule1 ? b3_pg(t, w) : st->pg;
 	if (b3_ld(&a->sibling) != b3_pgoff(t, b) || a->level || b->level)
 		return 0;
+	/* both are retired; the step-1 leftover of a crash may name either */
+	ret = before_retire(t, a);
+	if (!ret)
+		ret = before_retire(t, b);
+	if (ret) {
+		ret = settle(t, ret);
+		if (ret)
+			return ret;
+		goto again;
+	}
 	ret = b3_lock(t, par);
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;

@@ -4,11 +4,14 @@
  *
  * Every page is reached exactly once by walking each level's sibling
  * chain from its first page (the leftmost child of the first page of the
- * level above): a page no chain holds is not part of the index even if a
- * stale child word still names it, and the intermediate states of an SMO
- * (smo.c) never take a page out of its chain while a child word is its
- * only way in. Inside a page, the nodes reachable from its BST root; in
- * a leaf, shadows (b3.c) are skipped: their blobs belong to their copy.
+ * level above): a page no chain holds is not part of the index, and the
+ * intermediate states of an SMO (smo.c) never take a page out of its
+ * chain while a child word is its only way in. So every child word must
+ * name a page of the chain of the level below: one that does not names a
+ * page the trace frees (a retired page, smo.c), and validation rejects
+ * it (each level's chain is collected, sorted, before the level above is
+ * walked). Inside a page, the nodes reachable from its BST root; in a
+ * leaf, shadows (b3.c) are skipped: their blobs belong to their copy.
  *
  * This is the one function that knows what the index owns: recovery marks
  * with it, drop-index frees with it, the checker collects with it. When
@@ -16,7 +19,9 @@
  * stops calling it and nothing else changes.
  */
 #include <linux/errno.h>
+#include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/vmalloc.h>
 #include "core/blob.h"
 #include "b3.h"
 
@@ -24,6 +29,104 @@ static int bad(struct b3_walk *w, const char *why)
 {
 	w->why = why;
 	return -EUCLEAN;
+}
+
+/* Append @v to @a, growing it; Context: may sleep. */
+int b3_offs_add(struct b3_offs *a, u64 v)
+{
+	u64 *p;
+
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 1024;
+		p = kvmalloc_array(a->cap, sizeof(*p), GFP_KERNEL);
+		if (!p)
+			return -ENOMEM;
+		if (a->n)
+			memcpy(p, a->off, a->n * sizeof(*p));
+		kvfree(a->off);
+		a->off = p;
+	}
+	a->off[a->n++] = v;
+	return 0;
+}
+
+static void sift(u64 *a, u64 i, u64 n)
+{
+	u64 c, x;
+
+	for (; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && a[c + 1] > a[c])
+			c++;
+		if (a[i] >= a[c])
+			return;
+		x = a[i];
+		a[i] = a[c];
+		a[c] = x;
+	}
+}
+
+/* Heapsort (no recursion, no extra memory). */
+void b3_offs_sort(struct b3_offs *a)
+{
+	u64 *v = a->off, i, x;
+
+	for (i = a->n / 2; i-- > 0;)
+		sift(v, i, a->n);
+	for (i = a->n; i-- > 1;) {
+		x = v[0];
+		v[0] = v[i];
+		v[i] = x;
+		sift(v, 0, i);
+	}
+}
+
+/* Is @v in sorted @a? */
+static bool offs_has(const struct b3_offs *a, u64 v)
+{
+	u64 lo = 0, hi = a->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (a->off[mid] == v)
+			return true;
+		if (a->off[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* The pages of the chain from @head into @c, sorted. */
+static int chain_collect(struct b3 *t, struct b3_walk *w, u64 head,
+			 struct b3_offs *c)
+{
+	u64 limit = t->pm->size / B3_PAGE_SIZE, off;
+
+	c->n = 0;
+	for (off = head; off; off = le64_to_cpu(READ_ONCE(b3_pg(t, off)->sibling))) {
+		if (c->n >= limit)
+			return bad(w, "page chain loops");
+		if (!b3_page_ok(t, off))
+			return bad(w, "page offset or header invalid");
+		if (b3_offs_add(c, off)) {
+			w->why = "out of memory";
+			return -ENOMEM;
+		}
+	}
+	b3_offs_sort(c);
+	return 0;
+}
+
+/* The leftmost child of internal page @p, 0 for a corrupt BST. */
+static u64 first_child(struct b3_page *p)
+{
+	u64 w = b3_ld(&p->root);
+	unsigned int n = 0;
+
+	while (b3_w_is_slot(w) && ++n <= B3_SLOTS)
+		w = b3_ld(&p->i[w - 1].left);
+	return b3_w_is_page(w) ? w : 0;
 }
 
 /* A node's key word and meta, checked. */
@@ -111,7 +214,7 @@ static int walk_leaf(struct b3 *t, struct b3_walk *w, struct b3_page *p,
 
 /* Return: the first child (the head of the next level) or 0 and w->why */
 static u64 walk_inner(struct b3 *t, struct b3_walk *w, struct b3_page *p,
-		      const struct b3_key *hi)
+		      const struct b3_key *hi, const struct b3_offs *below)
 {
 	struct b3_scratch *s = t->scr;
 	struct b3_key prev = b3_low(p), k, lk;
@@ -128,6 +231,10 @@ static u64 walk_inner(struct b3 *t, struct b3_walk *w, struct b3_page *p,
 		if (!b3_page_ok(t, s->child[i]) ||
 		    b3_pg(t, s->child[i])->level != p->level - 1) {
 			bad(w, "child word names no page of the level below");
+			return 0;
+		}
+		if (below && !offs_has(below, s->child[i])) {
+			bad(w, "child word names a page outside its level's chain");
 			return 0;
 		}
 	}
@@ -158,13 +265,7 @@ static u64 walk_inner(struct b3 *t, struct b3_walk *w, struct b3_page *p,
 	return s->child[0];
 }
 
-/**
- * b3_walk - visit every reachable page and owned blob once
- *
- * @w->page is called for a page after everything in it was read, so it
- * may free it. Return: 0, or -EUCLEAN with @w->why.
- */
-int b3_walk(struct b3 *t, struct b3_walk *w)
+static int walk_levels(struct b3 *t, struct b3_walk *w, struct b3_offs *below)
 {
 	u64 head = le64_to_cpu(READ_ONCE(t->root->top)), off, sib, next;
 	u64 limit = t->pm->size / B3_PAGE_SIZE;
@@ -177,6 +278,15 @@ int b3_walk(struct b3 *t, struct b3_walk *w)
 		off = head;
 		next = 0;
 		first = true;
+		/* with validation: the chain below, to check child words by */
+		if (w->validate && b3_page_ok(t, head) && b3_pg(t, head)->level) {
+			next = first_child(b3_pg(t, head));
+			if (!next)
+				return bad(w, "internal BST corrupt");
+			ret = chain_collect(t, w, next, below);
+			if (ret)
+				return ret;
+		}
 		while (off) {
 			if (++w->pages > limit)
 				return bad(w, "page chain loops");
@@ -203,7 +313,8 @@ int b3_walk(struct b3 *t, struct b3_walk *w)
 				hi = &hk;
 			}
 			if (level) {
-				u64 c = walk_inner(t, w, p, hi);
+				u64 c = walk_inner(t, w, p, hi,
+						   w->validate ? below : NULL);
 
 				if (!c)
 					return -EUCLEAN;
@@ -229,6 +340,22 @@ int b3_walk(struct b3 *t, struct b3_walk *w)
 		level--;
 	}
 	return 0;
+}
+
+/**
+ * b3_walk - visit every reachable page and owned blob once
+ *
+ * @w->page is called for a page after everything in it was read, so it
+ * may free it. Context: may sleep (validation allocates).
+ * Return: 0, or -EUCLEAN (-ENOMEM) with @w->why.
+ */
+int b3_walk(struct b3 *t, struct b3_walk *w)
+{
+	struct b3_offs below = {};
+	int ret = walk_levels(t, w, &below);
+
+	kvfree(below.off);
+	return ret;
 }
 
 static int mark_page(struct b3 *t, struct b3_walk *w, u64 off)
