@@ -285,6 +285,64 @@ static void b3_flushes(void)
 	ut_img_free(img, 64ULL << 20);
 }
 
+/*
+ * H2: an SMO whose replaced page has a non-empty low key but no left
+ * neighbour in its chain (a corrupt image: here the neighbour's sibling
+ * skips it) fails before its first store: -EUCLEAN, the child word still
+ * names the page, no object leaked. It used to swap the page in by its
+ * child word alone and leave the old one in the chain.
+ */
+static void b3_left_missing(void)
+{
+	void *img = ut_img_alloc(64ULL << 20);
+	struct pmidx_pool *pool = ut_pool_new(img, 64ULL << 20);
+	u64 child[B3_SLOTS + 1], objs, keys, v = 7, n;
+	struct pmidx_index *idx;
+	struct b3_page *top, *l, *m;
+	const char *why = NULL;
+	u8 sep[B3_SLOTS], k[6];
+	struct b3_key lo, kk;
+	struct b3 *t;
+	int ret = 0;
+	u32 c;
+
+	UT_EQ(pmidx_index_create(pool, "h2", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < 600; n++)
+		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	t = idx->priv;
+	top = b3_pg(t, le64_to_cpu(t->root->top));
+	UT_EQ(top->level, 1);
+	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
+	l = b3_pg(t, child[1]);
+	m = b3_pg(t, child[2]);
+	UT_EQ(le64_to_cpu(l->sibling), child[2]);
+	l->sibling = m->sibling;	/* m is out of its chain */
+	objs = ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS);
+	lo = b3_low(m);
+	UT_ASSERT(lo.len >= 3);
+	for (c = 0; c < 2 * B3_SLOTS && !ret; c++) {
+		memcpy(k, lo.p, 3);
+		k[3] = 0xff;
+		k[4] = c >> 8;
+		k[5] = c;
+		kk.p = k;
+		kk.len = 6;
+		UT_ASSERT(b3_cmp(&kk, &lo) > 0);
+		/* inline key and value: no object but the SMO's pages */
+		ret = idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0);
+	}
+	UT_EQ(ret, -EUCLEAN);
+	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
+	UT_EQ(child[2], b3_pgoff(t, m));
+	UT_EQ(le64_to_cpu(l->sibling), le64_to_cpu(m->sibling));
+	UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), objs);
+	UT_EQ(idx->ops->check(idx, &keys, &why), -EUCLEAN);
+	ut_note("b3: SMO without a left neighbour: -EUCLEAN after %u puts (%s)",
+		c - 1, why);
+	pmidx_pool_close(pool);
+	ut_img_free(img, 64ULL << 20);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 #define TKEYS	4000
@@ -754,6 +812,7 @@ static void b3_crash_leftover_smo(void)
 static const struct ut_test tests[] = {
 	UT_TEST(b3_flushes),
 	UT_TEST(b3_structure),
+	UT_TEST(b3_left_missing),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),

@@ -46,6 +46,7 @@
  * its range, so that is the only other word that can name X. The SMO
  * then starts over from its own descent.
  */
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/string.h>
 #include "core/blob.h"
@@ -68,12 +69,16 @@ static void page_drop(struct b3 *t, u64 off)
 	pmidx_free(&t->pool->alloc, off);
 }
 
-/* see the file comment */
-static void swap_in(struct b3 *t, struct b3_page *old, __le64 *ref,
-		    u64 first, u64 final)
+/*
+ * See the file comment. @l: the left neighbour of the replaced page, from
+ * b3_left_of() (NULL: the first page of its level), looked up before the
+ * SMO's first store, so that a failed lookup changes nothing: with a
+ * wrong @l the replaced page would stay in its chain and the new ones
+ * be reachable only through @ref, which the trace does not follow.
+ */
+static void swap_in(struct b3 *t, struct b3_page *l, __le64 *ref, u64 first,
+		    u64 final)
 {
-	struct b3_page *l = b3_left_of(t, old);
-
 	if (l) {
 		b3_commit(t, ref, b3_pgoff(t, l));
 		b3_commit(t, &l->sibling, first);
@@ -134,7 +139,7 @@ static int gather(struct b3 *t, struct b3_page *p, struct b3_lnode *ln,
 static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 {
 	struct b3_scratch *s = t->scr;
-	struct b3_page *p = path->lv[lvl].pg, *np;
+	struct b3_page *p = path->lv[lvl].pg, *np, *l;
 	struct b3_key low = b3_low(p);
 	int n;
 	u64 o;
@@ -142,6 +147,9 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 	n = gather(t, p, s->ln, s->in, s->child);
 	if (n < 0)
 		return n;
+	l = b3_left_of(t, p);
+	if (IS_ERR(l))
+		return PTR_ERR(l);
 	o = b3_page_new(t, p->level, &low);
 	if (!o)
 		return -ENOSPC;
@@ -152,7 +160,7 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 		b3_build_inner(t, np, s->child, s->in, n);
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
-	swap_in(t, p, b3_ref_word(t, &path->lv[lvl].ref), o, o);
+	swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o, o);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
 	this_cpu_inc(t->pcpu->defrags);
@@ -166,7 +174,7 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 static int split(struct b3 *t, struct b3_path *path, int lvl)
 {
 	struct b3_scratch *s = t->scr;
-	struct b3_page *p = path->lv[lvl].pg, *n1, *n2, *r, *par;
+	struct b3_page *p = path->lv[lvl].pg, *n1, *n2, *r, *par, *l = NULL;
 	struct b3_key low = b3_low(p), k2, none = { (const u8 *)"", 0 };
 	struct b3_inode median = {};
 	u64 o1 = 0, o2 = 0, orr = 0;
@@ -184,6 +192,11 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	} else {
 		median = s->in[m];
 		k2 = b3_node_key(t, &median.key, le32_to_cpu(median.meta));
+	}
+	if (lvl != path->top) {
+		l = b3_left_of(t, p);
+		if (IS_ERR(l))
+			return PTR_ERR(l);
 	}
 	o1 = b3_page_new(t, p->level, &low);
 	o2 = b3_page_new(t, p->level, &k2);
@@ -226,7 +239,7 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 			goto fail;
 		pmidx_persist(t->pm, &par->i[slot], B3_NODE_SIZE);
 		b3_set_cnt(t, par, slot + 1, b3_live(t, par) + 1);
-		swap_in(t, p, b3_ref_word(t, &path->lv[lvl].ref), o1, slot + 1);
+		swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o1, slot + 1);
 	}
 	/* the median moved up as a new copy; @p's one goes with @p */
 	if (p->level)
@@ -412,7 +425,7 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	struct b3_scratch *s = t->scr;
 	struct b3_path *path = &s->path;
 	struct b3_lpos pos;
-	struct b3_page *p, *np;
+	struct b3_page *p, *np, *l;
 	struct b3_key low;
 	int ret, n, i;
 	u64 o;
@@ -450,6 +463,10 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	*vw = s->ln[i].val;
 	*meta = le32_to_cpu(s->ln[i].meta);
 	memmove(&s->ln[i], &s->ln[i + 1], (n - i - 1) * sizeof(s->ln[0]));
+	l = b3_left_of(t, p);
+	ret = PTR_ERR_OR_ZERO(l);
+	if (ret)
+		goto out;
 	low = b3_low(p);
 	o = b3_page_new(t, 0, &low);
 	ret = -ENOSPC;
@@ -459,7 +476,7 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	b3_build_leaf(t, np, s->ln, n - 1);
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
-	swap_in(t, p, b3_ref_word(t, &path->lv[0].ref), o, o);
+	swap_in(t, l, b3_ref_word(t, &path->lv[0].ref), o, o);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
 	this_cpu_inc(t->pcpu->defrags);
@@ -559,7 +576,7 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 {
 	struct b3_scratch *s = t->scr;
 	struct b3_path *path = &s->path;
-	struct b3_page *a, *b, *par, *m;
+	struct b3_page *a, *b, *par, *m, *l;
 	struct b3_step *st;
 	struct b3_inode *q;
 	__le64 *wp, *gw;
@@ -619,6 +636,11 @@ again:
 	ret = nb < 0 ? nb : 0;
 	if (ret)
 		goto out_b;
+	/* before the first store: q's removal is not undone on an error */
+	l = b3_left_of(t, a);
+	ret = PTR_ERR_OR_ZERO(l);
+	if (ret)
+		goto out_b;
 	low = b3_low(a);
 	o = b3_page_new(t, 0, &low);
 	ret = -ENOSPC;
@@ -638,7 +660,7 @@ again:
 		b3_commit(t, gw, b3_ld(&q->left));
 	}
 	/* one word now names A for A's and B's ranges: q's is gone */
-	swap_in(t, a, direct ? gw : wp, o, o);
+	swap_in(t, l, direct ? gw : wp, o, o);
 	b3_set_cnt(t, par, b3_used(t, par), b3_live(t, par) - 1);
 	b3_sep_free(t, q, false);
 	b3_kill(t, b);

@@ -15,6 +15,7 @@
  *
  * Context: inside an epoch section (pages read stay mapped).
  */
+#include <linux/err.h>
 #include <linux/errno.h>
 #include "b3.h"
 
@@ -189,10 +190,14 @@ int b3_descend(struct b3 *t, const struct b3_key *k, int level,
 
 /**
  * b3_left_of - the page whose sibling is @p (its left neighbour on its
- *              level), NULL when @p is the first of its level
+ *              level)
  *
  * Descends towards the largest key below low(@p), then walks the level.
+ * Only the first page of a level has an empty low key; every other page
+ * has a left neighbour, so not finding it is corruption.
  * Context: under t->smo (no SMO changes the levels meanwhile).
+ * Return: the page, NULL when @p is the first of its level, or
+ * ERR_PTR(-EUCLEAN).
  */
 struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p)
 {
@@ -207,17 +212,17 @@ struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p)
 		return NULL;
 	off = b3_ld(&t->root->top);
 	if (!off || !b3_page_ok(t, off))
-		return NULL;
+		return ERR_PTR(-EUCLEAN);
 	x = b3_pg(t, off);
 	while (x->level > p->level) {
 		x = move_right(t, x, &low, true, &moves, &err);
 		if (!x)
-			return NULL;
+			return ERR_PTR(-EUCLEAN);
 		w = b3_ld(&x->root);
 		n = 0;
 		while (b3_w_is_slot(w)) {
 			if (++n > B3_SLOTS)
-				return NULL;
+				return ERR_PTR(-EUCLEAN);
 			node = &x->i[w - 1];
 			nk = b3_node_key(t, &node->key,
 					 le32_to_cpu(READ_ONCE(node->meta)));
@@ -225,16 +230,16 @@ struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p)
 			w = b3_ld(b3_cmp(&low, &nk) <= 0 ? &node->left : &node->right);
 		}
 		if (!b3_w_is_page(w) || !b3_page_ok(t, w))
-			return NULL;
+			return ERR_PTR(-EUCLEAN);
 		x = b3_pg(t, w);
 	}
-	for (n = 0; x && n < B3_MOVES_MAX; n++) {
+	for (n = 0; n < B3_MOVES_MAX; n++) {
 		off = b3_ld(&x->sibling);
 		if (off == b3_pgoff(t, p))
 			return x;
 		if (!off || !b3_page_ok(t, off))
-			return NULL;
+			break;
 		x = b3_pg(t, off);
 	}
-	return NULL;
+	return ERR_PTR(-EUCLEAN);
 }
