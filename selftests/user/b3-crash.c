@@ -343,6 +343,85 @@ static void b3_left_missing(void)
 	ut_img_free(img, 64ULL << 20);
 }
 
+/*
+ * M1: a word naming a replaced (DEAD) page, which only a damaged tree has,
+ * sends writers back to the root forever; they used to spin there inside
+ * their epoch section. Now they repair the key's path outside it and
+ * give up: -EUCLEAN. Readers and the rest of the index go on.
+ */
+static void b3_dead_leaf(void)
+{
+	void *img = ut_img_alloc(64ULL << 20);
+	struct pmidx_pool *pool = ut_pool_new(img, 64ULL << 20);
+	u64 child[B3_SLOTS + 1], v = 7, n;
+	struct pmidx_index *idx;
+	struct b3_page *top, *m;
+	const char *why = NULL;
+	u8 sep[B3_SLOTS], k[6];
+	struct b3 *t;
+
+	UT_EQ(pmidx_index_create(pool, "m1", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < 600; n++)
+		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	t = idx->priv;
+	top = b3_pg(t, le64_to_cpu(t->root->top));
+	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
+	m = b3_pg(t, child[2]);
+	UT_ASSERT(m->lowlen >= 3);
+	memcpy(k, m->low, 3);
+	k[3] = 0xff;
+	k[4] = 0;
+	k[5] = 1;
+	b3_kill(t, m);
+	UT_EQ(idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0), -EUCLEAN);
+	UT_EQ(idx->ops->del(idx, k, 6), -EUCLEAN);
+	for (n = 0; n < 600; n++)	/* readers take no lock */
+		UT_EQ(get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	UT_EQ(put(idx, 0, 1), 0);	/* the first leaf is fine */
+	UT_EQ(get_is(idx, 0, 1), 0);
+	pmidx_pool_close(pool);
+	ut_img_free(img, 64ULL << 20);
+}
+
+/*
+ * L3: a root page never has a sibling. Given one (a corrupt image), the
+ * checker says so and a root split is refused, not grown over the page
+ * the descent moved to.
+ */
+static void b3_root_sibling(void)
+{
+	void *img = ut_img_alloc(64ULL << 20);
+	struct pmidx_pool *pool = ut_pool_new(img, 64ULL << 20);
+	struct b3_key far = { (const u8 *)"\xff", 1 };
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 i, top, keys, v = 1;
+	struct b3 *t;
+	int ret = 0;
+	__be64 k;
+
+	UT_EQ(pmidx_index_create(pool, "l3", PMIDX_ENGINE_B3, &idx, &why), 0);
+	t = idx->priv;
+	for (i = 0; i < 200; i++) {
+		k = cpu_to_be64(i);
+		UT_EQ(idx->ops->put(idx, (u8 *)&k, 8, (u8 *)&v, 8, 0), 0);
+	}
+	top = le64_to_cpu(t->root->top);
+	UT_EQ(b3_pg(t, top)->level, 1);
+	b3_pg(t, top)->sibling = cpu_to_le64(b3_page_new(t, 1, &far));
+	UT_EQ(idx->ops->check(idx, &keys, &why), -EUCLEAN);
+	UT_ASSERT(strstr(why, "root page has a sibling"));
+	for (; i < 20000 && !ret; i++) {
+		k = cpu_to_be64(i);
+		ret = idx->ops->put(idx, (u8 *)&k, 8, (u8 *)&v, 8, 0);
+	}
+	UT_EQ(ret, -EUCLEAN);
+	UT_EQ(le64_to_cpu(t->root->top), top);
+	ut_note("b3: root split refused after %llu keys", (unsigned long long)i - 1);
+	pmidx_pool_close(pool);
+	ut_img_free(img, 64ULL << 20);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 #define TKEYS	4000
@@ -813,6 +892,8 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_flushes),
 	UT_TEST(b3_structure),
 	UT_TEST(b3_left_missing),
+	UT_TEST(b3_dead_leaf),
+	UT_TEST(b3_root_sibling),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),

@@ -87,11 +87,21 @@ static bool in_page(struct b3 *t, struct b3_page *p, const struct b3_key *k)
 
 /*
  * The locked leaf of @k for a writer.
+ *
+ * A descent that reaches a replaced (DEAD) page, or a page @k is not in,
+ * raced an SMO: the SMO's last store comes before its kill, so a fresh
+ * descent gets past it. One that keeps doing so is on a damaged tree (a
+ * word naming a retired page): spinning there with preemption off would
+ * stop the pool's epochs for good. So every B3_RETRY_SPIN retries the
+ * writer leaves its section (smo_call() sleeps on @smo and reschedules)
+ * and repairs the path of @k; after B3_RETRY_MAX it gives up.
+ *
  * Return: the page, or NULL with *ret: 1 (empty index), < 0 an error.
  */
 static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
 				   bool *moved, int *ret)
 {
+	unsigned int tries = 0;
 	struct b3_page *p;
 
 	for (;;) {
@@ -102,15 +112,25 @@ static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
 			return NULL;
 		}
 		*ret = b3_lock(t, p);
-		if (*ret == -EAGAIN) {
-			cpu_relax();
-			continue;	/* replaced meanwhile */
+		if (!*ret) {
+			if (in_page(t, p, k))
+				return p;
+			b3_unlock(t, p);	/* split meanwhile: move on */
+		} else if (*ret != -EAGAIN) {
+			return NULL;
 		}
+		/* replaced meanwhile */
+		if (++tries >= B3_RETRY_MAX) {
+			*ret = -EUCLEAN;
+			return NULL;
+		}
+		if (tries % B3_RETRY_SPIN) {
+			cpu_relax();
+			continue;
+		}
+		*ret = smo_call(t, k, b3_fix);
 		if (*ret)
 			return NULL;
-		if (in_page(t, p, k))
-			return p;
-		b3_unlock(t, p);	/* split meanwhile: move on */
 	}
 }
 

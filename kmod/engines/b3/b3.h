@@ -51,6 +51,9 @@
 /* ... with a neighbour when both fit in this many */
 #define B3_MERGE_MAX		(B3_SLOTS / 2)
 #define B3_MOVES_MAX		(1U << 20)	/* sibling moves: a cycle */
+/* a writer re-descending past replaced pages: repair, then give up */
+#define B3_RETRY_SPIN		8
+#define B3_RETRY_MAX		64
 
 struct b3_pcpu {
 	u64	ops_get, ops_put, ops_del, ops_scan;

@@ -7,7 +7,8 @@
  * readers go on. Through b3_walk() with validation it checks
  *   - every level: pages of the index (magic, owner, crc, allocator
  *     object of the page size), on the right level, low keys strictly
- *     rising along the sibling chain from an empty first low key;
+ *     rising along the sibling chain from an empty first low key; the
+ *     root page alone on its level;
  *   - every page's BST: acyclic, child words naming slots or pages of the
  *     level below, nodes with valid meta and check words, keys strictly
  *     rising in order and inside [low(page), low(sibling)), children

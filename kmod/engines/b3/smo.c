@@ -197,6 +197,13 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 		l = b3_left_of(t, p);
 		if (IS_ERR(l))
 			return PTR_ERR(l);
+	} else if (b3_pgoff(t, p) != b3_ld(&t->root->top) || b3_ld(&p->sibling)) {
+		/*
+		 * A root page never has a sibling (no SMO gives it one): a
+		 * new root over a page reached by moving right would drop
+		 * the pages left of it.
+		 */
+		return -EUCLEAN;
 	}
 	o1 = b3_page_new(t, p->level, &low);
 	o2 = b3_page_new(t, p->level, &k2);

@@ -297,8 +297,11 @@ static int walk_levels(struct b3 *t, struct b3_walk *w, struct b3_offs *below)
 			    (pmidx_alloc_size(&t->pool->alloc, off) != B3_PAGE_SIZE ||
 			     le32_to_cpu(p->crc) != b3_page_crc(p)))
 				return bad(w, "page is no allocator object or its crc mismatches");
-			if (level < 0)
+			if (level < 0) {
 				level = p->level;
+				if (w->validate && READ_ONCE(p->sibling))
+					return bad(w, "the root page has a sibling");
+			}
 			if (p->level != level)
 				return bad(w, "page on the wrong level");
 			lk = b3_low(p);
