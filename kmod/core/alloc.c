@@ -43,6 +43,11 @@
  * free on media at step 3: after a crash no reader is left to protect.
  * So "unlink then free" needs no trace: the record finishes it.
  * Objects of an engine's root are still traced (the pool marks roots).
+ * Dropping a committed index is the one free without a txn: nothing
+ * links the objects any more, so pmidx_free_committed_now() clears the
+ * commit bit at once (see there for why the DRAM free must wait).
+ * A pool may hold traced and committed indexes side by side: alloc.h,
+ * "Traced and committed indexes in one pool".
  *
  * Locking: a per-CPU cache lock, then a class lock, then a chunk lock,
  * in that order. free_lock nests inside a class lock. The fast paths
@@ -52,6 +57,7 @@
 #include <linux/bitops.h>
 #include <linux/errno.h>
 #include <linux/log2.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/crc32.h>
@@ -576,6 +582,108 @@ account:
 	atomic64_dec(&a->objects);
 }
 
+/**
+ * pmidx_free_committed_now - free a committed-mode object of a dropped index
+ *
+ * Drop-index (the engine's destroy()) frees objects that no live
+ * structure links: the index is DROPPING (index_table.c) and drained, so
+ * no txn is needed; the commit bit of @off is cleared on media and made
+ * durable (flush, fence) before return.
+ *
+ * The DRAM free waits while a deferral is open (pmidx_alloc_defer_begin(),
+ * the live drop): until the DROPPING entry is cleared, a crash resumes
+ * the destroy at attach, and that walk reads the index's structure again,
+ * also objects whose bits were cleared already. If one of them had been
+ * reused by another index meanwhile, the walk would take that index's
+ * object for its own and free it. The resumed destroy itself (@resuming)
+ * frees in DRAM at once: nothing allocates before it ends. It also skips
+ * objects that are free already (cleared before the crash).
+ *
+ * Context: process context; may sleep (the deferral list grows).
+ */
+void pmidx_free_committed_now(struct pmidx_alloc *a, u64 off)
+{
+	struct pmidx_defer *d;
+	struct pmidx_chunk *c;
+	bool live;
+	u32 slot;
+
+	c = object_chunk(a, off, &slot);
+	if (!c || !type_committed(c->type)) {
+		WARN_ON_ONCE(!a->resuming);
+		return;
+	}
+	spin_lock(&c->lock);
+	live = type_run(c->type) ? c->nr_used == 1 : test_bit(slot, c->bitmap);
+	if (live) {
+		media_bit(a, c - a->chunks, slot, false);
+		c->dirty = true;
+	}
+	spin_unlock(&c->lock);
+	if (!live) {
+		WARN_ON_ONCE(!a->resuming);
+		return;
+	}
+	pmidx_fence(a->pm);
+
+	mutex_lock(&a->defer_lock);
+	if (!a->deferring) {
+		mutex_unlock(&a->defer_lock);
+		pmidx_free(a, off);
+		return;
+	}
+	d = a->defer;
+	if (!d || d->n == PMIDX_DEFER_OBJS) {
+		/* order 0: the kernel retries it; a drop cannot half-fail */
+		d = kmalloc(sizeof(*d), GFP_KERNEL | __GFP_NOFAIL);
+		d->next = a->defer;
+		d->n = 0;
+		a->defer = d;
+	}
+	d->off[d->n++] = off;
+	mutex_unlock(&a->defer_lock);
+}
+
+/**
+ * pmidx_alloc_defer_begin - open a deferral of pmidx_free_committed_now()'s
+ *                           DRAM frees (one drop at a time: the caller
+ *                           serialises, pool->drop_lock)
+ */
+void pmidx_alloc_defer_begin(struct pmidx_alloc *a)
+{
+	mutex_lock(&a->defer_lock);
+	WARN_ON_ONCE(a->deferring);
+	a->deferring = true;
+	mutex_unlock(&a->defer_lock);
+}
+
+/**
+ * pmidx_alloc_defer_end - free in DRAM what the deferral holds
+ *
+ * Call only once no durable state can make attach walk the dropped
+ * index again (its entry is cleared, durably).
+ */
+void pmidx_alloc_defer_end(struct pmidx_alloc *a)
+{
+	struct pmidx_defer *d;
+	unsigned long i;
+
+	mutex_lock(&a->defer_lock);
+	d = a->defer;
+	a->defer = NULL;
+	a->deferring = false;
+	mutex_unlock(&a->defer_lock);
+	while (d) {
+		struct pmidx_defer *next = d->next;
+
+		for (i = 0; i < d->n; i++)
+			pmidx_free(a, d->off[i]);
+		kfree(d);
+		d = next;
+		cond_resched();
+	}
+}
+
 /* ---- attach / detach ------------------------------------------------- */
 
 int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
@@ -590,6 +698,7 @@ int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
 	a->nr_chunks = nr_chunks;
 	spin_lock_init(&a->free_lock);
 	spin_lock_init(&a->intent_lock);
+	mutex_init(&a->defer_lock);
 	atomic64_set(&a->used_bytes, 0);
 	atomic64_set(&a->objects, 0);
 	for (m = 0; m < PMIDX_NR_MODES; m++) {
@@ -620,6 +729,8 @@ nomem:
 
 void pmidx_alloc_destroy(struct pmidx_alloc *a)
 {
+	/* a deferral is always ended by the drop that opened it */
+	WARN_ON_ONCE(a->defer);
 	free_percpu(a->pcpu);
 	bitmap_free(a->intent_map);
 	bitmap_free(a->free_map);
@@ -992,6 +1103,9 @@ static int mark_object(struct pmidx_alloc *a, u64 off)
 
 	c = object_chunk(a, off, &slot);
 	if (!c || (type_committed(c->type) && !a->trace_all))
+		return -EUCLEAN;
+	/* under the checker: each index marks objects of its own mode only */
+	if (a->trace_all && type_committed(c->type) != a->mark_committed)
 		return -EUCLEAN;
 	spin_lock(&c->lock);
 	if (type_run(c->type)) {

@@ -10,6 +10,7 @@
 #include <linux/list.h>
 #include <linux/atomic.h>
 #include <linux/percpu.h>
+#include <linux/mutex.h>
 #include "pmem.h"
 #include "pmidx_format.h"
 
@@ -68,6 +69,26 @@ struct pmidx_alloc_cpu {
 	struct pmidx_chunk	*active[PMIDX_NR_MODES][PMIDX_NR_CLASSES];
 };
 
+/*
+ * Traced and committed indexes in one pool. A chunk serves one mode, so
+ * the two kinds of objects never share a chunk, and a crash attach
+ * recovers each kind its own way in one pass:
+ *  - committed-mode chunks: pmidx_alloc_trace_begin() replays the intent
+ *    records and loads the media bitmaps; the trace never clears them,
+ *    and pmidx_alloc_mark() refuses their objects (except for the
+ *    checker, pmidx_alloc_verify_begin()), so nothing the trace did not
+ *    mark is freed there;
+ *  - traced chunks: start empty; what the roots and the traced engines
+ *    mark survives pmidx_alloc_trace_end(), the rest is free.
+ * Hence the rule for a committed-mode engine: every object it links is
+ * from pmidx_alloc_committed() (blobs: pmidx_blob_write_committed()),
+ * its root excepted (the pool marks roots). A traced object linked by a
+ * committed index is freed by the next crash attach, because no engine
+ * marks it. Under the checker (@trace_all), @mark_committed enforces the
+ * rule: a traced engine's mark of a committed object, or a committed
+ * engine's mark of a traced one, is -EUCLEAN.
+ */
+
 /**
  * struct pmidx_txn - one link store of a committed-mode engine (DRAM)
  * @slot:   the intent record it holds, -1 before pmidx_txn_begin()
@@ -81,6 +102,14 @@ struct pmidx_txn {
 	u8	nfree;
 	u64	alloc[PMIDX_INTENT_OBJS];
 	u64	free[PMIDX_INTENT_OBJS];
+};
+
+/* A block of objects whose DRAM free a drop deferred (alloc.c). */
+#define PMIDX_DEFER_OBJS	510	/* a 4 KiB block on 64-bit */
+struct pmidx_defer {
+	struct pmidx_defer	*next;
+	unsigned long		n;
+	u64			off[PMIDX_DEFER_OBJS];
 };
 
 struct pmidx_alloc_stats {
@@ -104,6 +133,17 @@ struct pmidx_alloc_stats {
  * @used_bytes, @objects: accounting of live objects
  * @tracing:    recovery trace in progress: marks accepted, allocs refused
  * @trace_all:  the trace covers committed-mode chunks too (a checker)
+ * @mark_committed: which mode's objects pmidx_alloc_mark() accepts now:
+ *              the mode of the index whose engine is marking (pool.c
+ *              sets it around each open(); see "Traced and committed
+ *              indexes in one pool" below)
+ * @resuming:   a drop resumed at attach: pmidx_free_committed_now()
+ *              skips objects already free (cleared before the crash)
+ * @defer_lock: protects @defer
+ * @defer:      objects pmidx_free_committed_now() cleared on media whose
+ *              DRAM free waits for pmidx_alloc_defer_end(); NULL when no
+ *              deferral is open
+ * @deferring:  a deferral is open (pmidx_alloc_defer_begin())
  * @intents:    the intent records (the INTENT chunk), NULL until enabled
  * @intent_lock: protects @intent_map
  * @intent_map: records in use
@@ -125,6 +165,11 @@ struct pmidx_alloc {
 	atomic64_t			objects;
 	bool				tracing;
 	bool				trace_all;
+	bool				mark_committed;
+	bool				resuming;
+	struct mutex			defer_lock;
+	struct pmidx_defer		*defer;
+	bool				deferring;
 	struct pmidx_intent		*intents;
 	spinlock_t			intent_lock;
 	unsigned long			*intent_map;
@@ -151,6 +196,17 @@ u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size);
 bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off);
 int pmidx_alloc_intents_enable(struct pmidx_alloc *a);
 
+/*
+ * pmidx_txn_begin() fails with -EBUSY only when PMIDX_NR_INTENTS link
+ * stores are in flight at once. An engine arms at most one txn per CPU
+ * (under a leaf lock, preemption off), so with fewer CPUs than records
+ * it cannot happen; when it does, a bug is leaking records. The engine
+ * must not wait for a record there (it holds a spinlock): it does
+ *	if (WARN_ON_ONCE(pmidx_txn_begin(a, &txn)))
+ *		goto unwind;	(free its pending objects with pmidx_free())
+ * and fails the operation with -EBUSY before any store, so nothing
+ * reached media and the index is unchanged.
+ */
 int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn);
 void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off);
 void pmidx_txn_free(struct pmidx_txn *txn, u64 off);
@@ -161,6 +217,9 @@ void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn);
 int pmidx_alloc_verify_begin(struct pmidx_alloc *a);
 int pmidx_alloc_verify_end(struct pmidx_alloc *a, u64 *bad_off);
 void pmidx_free(struct pmidx_alloc *a, u64 off);
+void pmidx_free_committed_now(struct pmidx_alloc *a, u64 off);
+void pmidx_alloc_defer_begin(struct pmidx_alloc *a);
+void pmidx_alloc_defer_end(struct pmidx_alloc *a);
 size_t pmidx_alloc_size(struct pmidx_alloc *a, u64 off);
 bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len);
 void pmidx_alloc_get_stats(struct pmidx_alloc *a, struct pmidx_alloc_stats *s);

@@ -9,25 +9,51 @@
 #include "blob.h"
 #include "epoch.h"
 
-/**
- * pmidx_blob_write - store @len bytes out of line
- *
- * Return: the blob's pool offset, or 0 when the pool is full.
- */
-u64 pmidx_blob_write(struct pmidx_pool *pool, const void *data, u32 len)
+static u64 blob_write(struct pmidx_pool *pool, const void *data, u32 len,
+		      bool committed)
 {
 	struct pmidx_blob *b;
+	size_t size = sizeof(*b) + len;
 	u64 off;
 
-	off = pmidx_alloc(&pool->alloc, sizeof(*b) + len);
+	off = committed ? pmidx_alloc_committed(&pool->alloc, size) :
+			  pmidx_alloc(&pool->alloc, size);
 	if (!off)
 		return 0;
 	b = pmidx_ptr(&pool->pm, off);
 	b->len = cpu_to_le32(len);
 	b->len_check = cpu_to_le32(~len);
 	memcpy(b->data, data, len);
-	pmidx_persist(&pool->pm, b, sizeof(*b) + len);
+	pmidx_persist(&pool->pm, b, size);
 	return off;
+}
+
+/**
+ * pmidx_blob_write - store @len bytes out of line (a traced object)
+ *
+ * Return: the blob's pool offset, or 0 when the pool is full.
+ */
+u64 pmidx_blob_write(struct pmidx_pool *pool, const void *data, u32 len)
+{
+	return blob_write(pool, data, len, false);
+}
+
+/**
+ * pmidx_blob_write_committed - pmidx_blob_write() for a committed-mode
+ *                              engine: the blob is a pending allocation
+ *
+ * Durable like pmidx_blob_write(), but allocated with
+ * pmidx_alloc_committed(): a crash frees it until a pmidx_txn that names
+ * it in pmidx_txn_alloc() ends. Free a blob that never got linked with
+ * pmidx_free(); one a txn committed is freed by a txn (pmidx_txn_free(),
+ * then the epochs) or by pmidx_free_committed_now() at drop-index.
+ *
+ * Return: the blob's pool offset, or 0 when the pool is full.
+ */
+u64 pmidx_blob_write_committed(struct pmidx_pool *pool, const void *data,
+			       u32 len)
+{
+	return blob_write(pool, data, len, true);
 }
 
 /**

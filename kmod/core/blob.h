@@ -19,6 +19,10 @@
  *    pmidx_wal_retire(), which holds it until no entry can name it (the
  *    rule in core/wal.h), then retires it through the epochs.
  * The blob header itself carries no generation: reuse rewrites it anyway.
+ * A committed-mode engine writes its blobs with
+ * pmidx_blob_write_committed() and links them inside a pmidx_txn; the
+ * rules above hold as they are (a retired blob's commit bit was cleared
+ * by the txn that unlinked it).
  */
 #ifndef _PMIDX_BLOB_H
 #define _PMIDX_BLOB_H
@@ -32,6 +36,8 @@ struct pmidx_blob {
 };
 
 u64 pmidx_blob_write(struct pmidx_pool *pool, const void *data, u32 len);
+u64 pmidx_blob_write_committed(struct pmidx_pool *pool, const void *data,
+			       u32 len);
 const u8 *pmidx_blob_data(struct pmidx_pool *pool, u64 off, u32 *len);
 int pmidx_blob_read_len(struct pmidx_pool *pool, u64 off, u32 *len);
 int pmidx_blob_read_data(struct pmidx_pool *pool, u64 off, void *dst, u32 len);

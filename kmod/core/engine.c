@@ -30,11 +30,24 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 #endif
 };
 
+#ifdef PMIDX_TEST_ENGINES
+/*
+ * The userspace tests only (user.mk defines PMIDX_TEST_ENGINES, the
+ * module never does): serve an id with a test engine
+ * (selftests/user/toy-engine.c: a committed-mode one, for the core).
+ */
+const struct pmidx_engine_ops *pmidx_test_engines[__PMIDX_ENGINE_MAX];
+#endif
+
 /* Return: the engine's operations, or NULL when it is not built in. */
 const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine)
 {
 	if (engine >= ARRAY_SIZE(engine_table))
 		return NULL;
+#ifdef PMIDX_TEST_ENGINES
+	if (pmidx_test_engines[engine])
+		return pmidx_test_engines[engine];
+#endif
 	return engine_table[engine];
 }
 

@@ -12,17 +12,30 @@
  *
  * Recovery: open() runs at attach. With @rc->clean the engine may trust
  * what it saved at close(clean = true). Otherwise the allocator is tracing
- * (alloc.c): the engine must call pmidx_alloc_mark() exactly once for
- * every allocator object it still references (its root is marked by the
- * pool), and must not allocate until open() returns.
+ * (alloc.c) and the engine must not allocate until open() returns. With
+ * @rc->mark it must call pmidx_alloc_mark() exactly once for every
+ * allocator object it still references (its root is marked by the pool).
+ * The pool sets @rc->mark per index: !@rc->clean for a traced engine.
  *
- * Committed mode (PMIDX_ENGINE_F_COMMITTED): the engine allocates with
- * pmidx_alloc_committed() and makes every store that links or unlinks an
- * object inside a struct pmidx_txn (alloc.c: arm, link store, end), after
- * pmidx_pool_enable_intents(). Then a crash needs no trace: open() with
- * !@rc->clean marks nothing, unless @rc->trace asks it to mark every
- * object as above (the pool's checker compares that trace with what the
- * allocator recovered from its own metadata).
+ * Committed mode (PMIDX_ENGINE_F_COMMITTED): the engine allocates every
+ * object but its root with pmidx_alloc_committed() (blobs:
+ * pmidx_blob_write_committed()) and makes every store that links or
+ * unlinks an object inside a struct pmidx_txn (alloc.c: arm, link store,
+ * end). The core does the rest:
+ *  - index creation enables the pool's intent records and flags the
+ *    index committed on media (PMIDX_INDEX_F_COMMITTED) before open();
+ *    the engine never calls pmidx_pool_enable_intents() itself (open()
+ *    also runs inside a crash attach's trace, where it cannot);
+ *  - attach refuses the pool (-EUCLEAN) when a committed index has no
+ *    intent chunk or its mode differs from its engine's;
+ *  - a crash needs no trace: open() gets !@rc->mark (nothing to trace)
+ *    unless @rc->trace, the checker, asks it to mark every object as
+ *    above (pool.c compares that trace with what the allocator
+ *    recovered from its own metadata);
+ *  - destroy() frees each object with pmidx_free_committed_now(), never
+ *    through the epochs, and may then meet a structure a crashed drop
+ *    left half-freed (the core resumes it at attach): it must free what
+ *    it reaches and tolerate nothing else (alloc.c).
  */
 #ifndef _PMIDX_ENGINE_H
 #define _PMIDX_ENGINE_H
@@ -32,7 +45,8 @@
 
 struct pmidx_recover {
 	bool		clean;		/* previous detach was clean */
-	bool		trace;		/* committed mode: mark anyway (checker) */
+	bool		trace;		/* the checker runs (committed mode) */
+	bool		mark;		/* mark every object (see Recovery) */
 	unsigned int	threads;	/* parallelism allowed for rebuilds */
 };
 
@@ -75,6 +89,9 @@ struct pmidx_engine_ops {
 };
 
 const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine);
+#ifdef PMIDX_TEST_ENGINES
+extern const struct pmidx_engine_ops *pmidx_test_engines[__PMIDX_ENGINE_MAX];
+#endif
 
 /* The engines (kmod/engines/<name>/) */
 extern const struct pmidx_engine_ops ccl_engine_ops;

@@ -8,11 +8,33 @@
  * leaves either no index or a whole one; a root that lost its entry is
  * unreachable and recovery frees it.
  *
+ * Drop of a committed-mode index (PMIDX_INDEX_F_COMMITTED). Its objects
+ * stay allocated after a crash by their commit bits, not by a trace, so
+ * clearing the entry first would leak them for good. Instead:
+ *   1. commit := DROPPING (durable): the index is gone for every user;
+ *   2. destroy(): the engine clears each object's commit bit durably
+ *      (pmidx_free_committed_now()); the DRAM frees are deferred, so no
+ *      object of the index is reused while step 3 is not durable;
+ *   3. commit := 0 (durable), then the deferred DRAM frees and the root.
+ * A crash in 1..3 leaves a DROPPING entry: the next attach resumes the
+ * drop synchronously, before the pool is used and before anything can
+ * allocate (pmidx_index_resume_drops()): open() and destroy() again, over
+ * a structure that no one else's object has replaced, whose freed parts
+ * the allocator skips. Synchronous because a background resume would
+ * race with allocations of the other indexes, which could reuse an
+ * object the walk has not passed yet. It costs O(dropped index) only on
+ * the attach after a crash during a drop.
+ *
  * Locking: pool->lock serialises create/drop and guards pool->indexes[]
- * (writes) and every index's @handles. The data path reads the array
- * under RCU and pins what it finds (struct pmidx_index, "Lifetime").
+ * and pool->dropping[] (writes) and every index's @handles. The data
+ * path reads the array under RCU and pins what it finds (struct
+ * pmidx_index, "Lifetime"). pool->drop_lock (outside pool->lock) keeps
+ * committed drops one at a time. Detach cannot overlap a drop (the
+ * caller pins the pool, pool_dev.c); attach finishes its resumed drops
+ * before the pool is published.
  */
 #include <linux/crc32.h>
+#include <linux/cpumask.h>
 #include <linux/ctype.h>
 #include <linux/errno.h>
 #include <linux/printk.h>
@@ -31,6 +53,12 @@ static bool entry_live(const struct pmidx_index_entry *e)
 {
 	return (le64_to_cpu(READ_ONCE(e->commit)) & PMIDX_INDEX_LIVE_MASK) ==
 	       PMIDX_INDEX_LIVE;
+}
+
+static bool entry_dropping(const struct pmidx_index_entry *e)
+{
+	return (le64_to_cpu(READ_ONCE(e->commit)) & PMIDX_INDEX_LIVE_MASK) ==
+	       PMIDX_INDEX_DROPPING;
 }
 
 void pmidx_index_table_format(struct pmidx_pmem *pm)
@@ -89,6 +117,7 @@ static struct pmidx_index *index_new(struct pmidx_pool *pool, u32 slot,
 	idx->id = slot + PMIDX_MAX_INDEXES * pool->slot_gen[slot];
 	idx->engine = le32_to_cpu(e->engine);
 	idx->root = le64_to_cpu(e->root);
+	idx->committed = le32_to_cpu(e->flags) & PMIDX_INDEX_F_COMMITTED;
 	idx->ops = pmidx_engine_ops(idx->engine);
 	memcpy(idx->name, e->name, le32_to_cpu(e->name_len));
 	return idx;
@@ -100,9 +129,10 @@ static void index_free(struct pmidx_index *idx)
 	kfree(idx);
 }
 
-/* Validate a live entry read from media. */
+/* Validate a live or dropping entry read from media. */
 static int entry_check(struct pmidx_pool *pool, const struct pmidx_index_entry *e)
 {
+	u32 flags = le32_to_cpu(e->flags);
 	u32 len = le32_to_cpu(e->name_len);
 	char name[PMIDX_NAME_MAX + 1];
 	const char *why;
@@ -115,6 +145,14 @@ static int entry_check(struct pmidx_pool *pool, const struct pmidx_index_entry *
 	if (pmidx_name_check(name, &why) || strnlen(e->name, 64) != len)
 		return -EUCLEAN;
 	if (!pmidx_engine_name(le32_to_cpu(e->engine)))
+		return -EUCLEAN;
+	/* flags came with COMMITTED_IDX; so did DROPPING */
+	if (flags & ~PMIDX_INDEX_F_KNOWN ||
+	    ((flags || entry_dropping(e)) &&
+	     !(le64_to_cpu(pool->sb.feat_incompat) &
+	       PMIDX_FEAT_INCOMPAT_COMMITTED_IDX)))
+		return -EUCLEAN;
+	if (entry_dropping(e) && !(flags & PMIDX_INDEX_F_COMMITTED))
 		return -EUCLEAN;
 	if (root < le64_to_cpu(pool->sb.data_off) ||
 	    root + PMIDX_INDEX_ROOT_SIZE > le64_to_cpu(pool->sb.size) ||
@@ -139,13 +177,22 @@ int pmidx_index_table_load(struct pmidx_pool *pool, const char **why)
 			*why = "media error reading the index table";
 			goto err;
 		}
-		if (!entry_live(&e))
+		if (!entry_live(&e) && !entry_dropping(&e))
 			continue;
 		ret = entry_check(pool, &e);
 		if (ret) {
 			pr_err("pmidx: index table entry %u is corrupt\n", i);
 			*why = "index table entry corrupt";
 			goto err;
+		}
+		if (entry_dropping(&e)) {
+			/* pool_recover() finishes its drop */
+			pool->dropping[i] = index_new(pool, i, &e);
+			if (!pool->dropping[i]) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			continue;
 		}
 		for (j = 0; j < i; j++) {
 			if (pmidx_index_slot(pool, j) &&
@@ -179,6 +226,11 @@ void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean)
 	unsigned int i;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		/* a drop attach could not finish: the next attach tries again */
+		if (pool->dropping[i]) {
+			index_free(pool->dropping[i]);
+			pool->dropping[i] = NULL;
+		}
 		idx = pmidx_index_slot(pool, i);
 		if (!idx)
 			continue;
@@ -187,6 +239,72 @@ void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean)
 			idx->ops->close(idx, clean);
 		index_free(idx);
 	}
+}
+
+/**
+ * pmidx_index_resume_drops - finish the committed drops a crash interrupted
+ * @clean: the allocator state was loaded from a clean detach (otherwise
+ *         it is tracing, and the trace frees the roots: they go unmarked)
+ *
+ * Runs in attach before any index is opened and before anything may
+ * allocate (file comment: why synchronously). A drop whose engine this
+ * module lacks stays DROPPING (its root kept) for an attach that has it.
+ *
+ * Return: 0, or the engine's error (the attach fails: the image is
+ * corrupt where open() or the walk refused it).
+ */
+int pmidx_index_resume_drops(struct pmidx_pool *pool, bool clean,
+			     const char **why)
+{
+	struct pmidx_recover rc = { .clean = clean,
+				    .threads = num_online_cpus() };
+	struct pmidx_index *idx;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		idx = pool->dropping[i];
+		if (!idx)
+			continue;
+		if (!idx->ops) {
+			pr_warn("pmidx: index %s: drop interrupted, engine %s not built in: left for a module that has it\n",
+				idx->name, pmidx_engine_name(idx->engine));
+			if (clean)
+				continue;
+			ret = pmidx_alloc_mark(&pool->alloc, idx->root);
+			if (ret) {
+				*why = "index root does not point to an allocated object";
+				return ret;
+			}
+			continue;
+		}
+		if (!(idx->ops->flags & PMIDX_ENGINE_F_COMMITTED)) {
+			*why = "dropping index's engine is not in committed mode";
+			return -EUCLEAN;
+		}
+		pool->alloc.resuming = true;
+		ret = idx->ops->open(idx, &rc);
+		if (!ret) {
+			idx->ops->destroy(idx);
+			pmidx_epoch_barrier(&pool->epoch);
+		}
+		pool->alloc.resuming = false;
+		if (ret) {
+			pr_err("pmidx: index %s (%s): cannot finish its interrupted drop: %d\n",
+			       idx->name, idx->ops->name, ret);
+			*why = "cannot finish an interrupted drop-index";
+			return ret;
+		}
+		/* every commit bit is clear (durable): the entry may go */
+		pmidx_store64_persist(&pool->pm, &pool->itable[i].commit, 0);
+		pool->dropping[i] = NULL;
+		if (clean)
+			pmidx_free(&pool->alloc, idx->root);
+		pr_info("pmidx: index %s: finished an interrupted drop-index\n",
+			idx->name);
+		index_free(idx);
+	}
+	return 0;
 }
 
 /**
@@ -337,6 +455,7 @@ static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 	struct pmidx_recover rc = { .clean = true, .threads = 1 };
 	struct pmidx_index_entry *slot = NULL, e = {};
 	struct pmidx_index *idx;
+	bool committed;
 	unsigned int i;
 	u64 root;
 	int ret;
@@ -359,13 +478,22 @@ static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 	if (lookup_locked(pool, name))
 		goto out;
 	for (i = 0; i < PMIDX_MAX_INDEXES && !slot; i++)
-		if (!pmidx_index_slot(pool, i))
+		if (!pmidx_index_slot(pool, i) && !pool->dropping[i])
 			slot = &pool->itable[i];
 	ret = -ENOSPC;
 	*why = "index table full";
 	if (!slot)
 		goto out;
 	i = slot - pool->itable;
+	committed = pmidx_engine_ops(engine)->flags & PMIDX_ENGINE_F_COMMITTED;
+	if (committed) {
+		/* before the entry: P3 in docs/reviews/b3-review.md */
+		ret = pmidx_pool_enable_committed(pool, why);
+		if (ret)
+			goto out;
+		e.flags = cpu_to_le32(PMIDX_INDEX_F_COMMITTED);
+	}
+	ret = -ENOSPC;
 	*why = "pool full";
 	root = pmidx_alloc(&pool->alloc, PMIDX_INDEX_ROOT_SIZE);
 	if (!root)
@@ -443,10 +571,14 @@ int pmidx_index_create_id(struct pmidx_pool *pool, const char *name,
  *
  * Unpublishes the index, waits for the data operations already inside it
  * (each is bounded), then destroys it. Later operations naming its id get
- * -ENXIO, also once another index took its slot.
+ * -ENXIO, also once another index took its slot. A committed-mode index
+ * goes through DROPPING (file comment).
  *
- * Context: process context, takes pool->lock; may sleep.
- * Return: 0, -ENOENT, or -EBUSY while an in-kernel client holds it.
+ * Context: process context, takes pool->lock and pool->drop_lock; may
+ * sleep.
+ * Return: 0, -ENOENT, -EBUSY while an in-kernel client holds it, or
+ * -EOPNOTSUPP for a committed-mode index whose engine is not built in
+ * (only its engine can find its objects).
  */
 int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 		     const char **why)
@@ -466,9 +598,21 @@ int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 		*why = "index is held by an in-kernel client";
 		return -EBUSY;
 	}
+	if (idx->committed && !idx->opened) {
+		mutex_unlock(&pool->lock);
+		*why = "committed-mode index of an engine not built into this module: drop it with a module that has the engine";
+		return -EOPNOTSUPP;
+	}
 	slot = idx->id % PMIDX_MAX_INDEXES;
-	/* Gone durably first: a crash from here on only leaves garbage. */
-	pmidx_store64_persist(&pool->pm, &pool->itable[slot].commit, 0);
+	if (idx->committed) {
+		/* Gone for users; a crash from here on resumes the drop. */
+		pmidx_store64_persist(&pool->pm, &pool->itable[slot].commit,
+				      PMIDX_INDEX_DROPPING | slot);
+		pool->dropping[slot] = idx;
+	} else {
+		/* Gone durably first: a crash from here on only leaves garbage. */
+		pmidx_store64_persist(&pool->pm, &pool->itable[slot].commit, 0);
+	}
 	RCU_INIT_POINTER(pool->indexes[slot], NULL);
 	pool->slot_gen[slot]++;
 	mutex_unlock(&pool->lock);
@@ -479,9 +623,22 @@ int pmidx_index_drop(struct pmidx_pool *pool, const char *name,
 	 */
 	percpu_ref_kill(&idx->users);
 	wait_for_completion(&idx->drained);
+	if (idx->committed) {
+		mutex_lock(&pool->drop_lock);
+		pmidx_alloc_defer_begin(&pool->alloc);
+	}
 	if (idx->opened)
 		idx->ops->destroy(idx);
 	pmidx_epoch_barrier(&pool->epoch);
+	if (idx->committed) {
+		/* each bit was cleared durably: the entry may go, then DRAM */
+		mutex_lock(&pool->lock);
+		pmidx_store64_persist(&pool->pm, &pool->itable[slot].commit, 0);
+		pool->dropping[slot] = NULL;
+		mutex_unlock(&pool->lock);
+		pmidx_alloc_defer_end(&pool->alloc);
+		mutex_unlock(&pool->drop_lock);
+	}
 	pmidx_free(&pool->alloc, idx->root);
 	index_free(idx);
 	return 0;

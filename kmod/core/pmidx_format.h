@@ -46,7 +46,17 @@
  * recover them refuses the pool instead of calling them corrupt.
  */
 #define PMIDX_FEAT_INCOMPAT_INTENTS	(1ULL << 0)
-#define PMIDX_FEAT_INCOMPAT_SUPP	PMIDX_FEAT_INCOMPAT_INTENTS
+/*
+ * COMMITTED_IDX: the index table may hold committed-mode indexes
+ * (PMIDX_INDEX_F_COMMITTED) and DROPPING entries. A module without it
+ * would take a DROPPING entry for a free slot and drop a committed index
+ * by clearing its entry, leaking its objects for good; so it must
+ * refuse. Set (with INTENTS, in one superblock write) before the first
+ * committed-mode index is made; never cleared.
+ */
+#define PMIDX_FEAT_INCOMPAT_COMMITTED_IDX	(1ULL << 1)
+#define PMIDX_FEAT_INCOMPAT_SUPP	(PMIDX_FEAT_INCOMPAT_INTENTS | \
+					 PMIDX_FEAT_INCOMPAT_COMMITTED_IDX)
 /* Read-only compatible features (none yet). */
 #define PMIDX_FEAT_RO_COMPAT_SUPP	0ULL
 
@@ -90,9 +100,20 @@ struct pmidx_sb {
  * Index table entry. @commit is written last, by a single 8-byte store:
  * PMIDX_INDEX_LIVE plus the entry's generation. Everything else is
  * persistent before that, so a crash never leaves a half-made index.
+ *
+ * A committed-mode index (@flags PMIDX_INDEX_F_COMMITTED, needs
+ * FEAT_INCOMPAT_COMMITTED_IDX) is dropped in two durable steps: @commit
+ * := PMIDX_INDEX_DROPPING (the index is gone for every user, but attach
+ * finishes freeing its objects), then @commit := 0 once every object's
+ * commit bit is clear (index_table.c).
  */
 #define PMIDX_INDEX_LIVE	0x4556494c00000000ULL	/* "\0\0\0\0LIVE" */
+#define PMIDX_INDEX_DROPPING	0x504f524400000000ULL	/* "\0\0\0\0DROP" */
 #define PMIDX_INDEX_LIVE_MASK	0xffffffff00000000ULL
+
+/* @flags of an entry */
+#define PMIDX_INDEX_F_COMMITTED	(1U << 0)	/* objects in committed mode */
+#define PMIDX_INDEX_F_KNOWN	PMIDX_INDEX_F_COMMITTED
 
 struct pmidx_index_entry {
 	char	name[64];		/* NUL-padded */
@@ -100,7 +121,7 @@ struct pmidx_index_entry {
 	__le64	create_seq;
 	__le32	engine;			/* enum pmidx_engine_id */
 	__le32	name_len;
-	__le32	flags;
+	__le32	flags;			/* PMIDX_INDEX_F_* */
 	__le32	crc;			/* crc32c of name..flags */
 	__u8	reserved[24];
 	__le64	commit;

@@ -8,9 +8,24 @@
  * (O(chunks), no engine involved), forgets every traced allocation, and
  * the roots are traced, so whatever was allocated but never linked is
  * free again. With pmidx_recovery_verify the committed-mode objects are
- * traced as well and must be exactly what the allocator recovered. Either way the superblock is
- * then rewritten with clean = 0 before the pool is used, so a crash from
- * here on is recognised at the next attach.
+ * traced as well and must be exactly what the allocator recovered.
+ * Either way the superblock is then rewritten with clean = 0 before the
+ * pool is used, so a crash from here on is recognised at the next attach.
+ *
+ * Traced and committed indexes in one pool (the rule: alloc.h). The
+ * trace covers the traced indexes only: each index's root is marked, a
+ * traced engine's open() gets rc.mark and marks what it references, a
+ * committed engine's open() gets !rc.mark and reads nothing. The
+ * committed-mode chunks keep what the intents and bitmaps recovered,
+ * which the trace cannot clear; the traced chunks keep what was marked.
+ * Order of a crash attach:
+ *   1. allocator: descriptors, intent replay, committed bitmaps; traced
+ *      chunks emptied (pmidx_alloc_trace_begin());
+ *   2. the drops a crash interrupted are finished (their roots stay
+ *      unmarked: the trace frees them) - before the checker's snapshot,
+ *      which must not count what they free;
+ *   3. roots marked, engines opened (traced ones mark);
+ *   4. the checker compares (pmidx_recovery_verify), the trace ends.
  */
 #include <linux/errno.h>
 #include <linux/ktime.h>
@@ -93,12 +108,39 @@ out:
 }
 
 /*
+ * A committed-mode index needs its engine in that mode and the intents.
+ * Before the attach's first write (mark_in_use()): a refusal changes
+ * nothing on media.
+ */
+static int check_mode(struct pmidx_pool *pool, struct pmidx_index *idx,
+		      const char **why)
+{
+	if (idx->ops &&
+	    !!(idx->ops->flags & PMIDX_ENGINE_F_COMMITTED) != idx->committed) {
+		pr_err("pmidx: index %s: made in %s mode, engine %s is in %s mode: re-create the index\n",
+		       idx->name, idx->committed ? "committed" : "traced",
+		       idx->ops->name, idx->committed ? "traced" : "committed");
+		*why = "index mode differs from its engine's: re-create the index";
+		return -EUCLEAN;
+	}
+	if (idx->committed && !pool->alloc.intents) {
+		pr_err("pmidx: index %s: committed-mode index, but the pool has no intent chunk\n",
+		       idx->name);
+		*why = "committed-mode index without the allocator's intent records";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
  * Open every index's engine. During a trace (@rc->clean false) the
- * engines mark what they reference; the roots are marked here.
+ * traced engines mark what they reference (rc.mark); the roots are
+ * marked here. Committed engines mark only for the checker (@rc->trace).
  */
 static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
 			const char **why)
 {
+	struct pmidx_recover irc = *rc;
 	unsigned int i;
 	int ret;
 
@@ -108,6 +150,7 @@ static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
 		if (!idx)
 			continue;
 		if (!rc->clean) {
+			pool->alloc.mark_committed = false;	/* roots are traced */
 			ret = pmidx_alloc_mark(&pool->alloc, idx->root);
 			if (ret) {
 				pr_err("pmidx: index %u root %#llx is not an object\n",
@@ -118,7 +161,10 @@ static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
 		}
 		if (!idx->ops)
 			continue;
-		ret = idx->ops->open(idx, rc);
+		irc.mark = !rc->clean && (!idx->committed || rc->trace);
+		pool->alloc.mark_committed = idx->committed;
+		ret = idx->ops->open(idx, &irc);
+		pool->alloc.mark_committed = false;
 		if (ret) {
 			pr_err("pmidx: index %s (%s): recovery failed: %d\n",
 			       idx->name, idx->ops->name, ret);
@@ -135,12 +181,17 @@ static int open_engines(struct pmidx_pool *pool, const struct pmidx_recover *rc,
  * must still be a distinct live object: drop-index would otherwise free
  * a free slot or one object twice.
  */
+static struct pmidx_index *any_slot(struct pmidx_pool *pool, u32 i)
+{
+	return pmidx_index_slot(pool, i) ?: pool->dropping[i];
+}
+
 static int check_roots(struct pmidx_pool *pool, const char **why)
 {
 	unsigned int i, j;
 
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
-		struct pmidx_index *idx = pmidx_index_slot(pool, i);
+		struct pmidx_index *idx = any_slot(pool, i);
 
 		if (!idx)
 			continue;
@@ -148,14 +199,13 @@ static int check_roots(struct pmidx_pool *pool, const char **why)
 		    !pmidx_alloc_valid(&pool->alloc, idx->root, PMIDX_INDEX_ROOT_SIZE))
 			goto bad;
 		for (j = 0; j < i; j++)
-			if (pmidx_index_slot(pool, j) &&
-			    pmidx_index_slot(pool, j)->root == idx->root)
+			if (any_slot(pool, j) && any_slot(pool, j)->root == idx->root)
 				goto bad;
 	}
 	return 0;
 bad:
 	pr_warn("pmidx: index %u root %#llx is not an allocated object\n", i,
-		pmidx_index_slot(pool, i)->root);
+		any_slot(pool, i)->root);
 	*why = "index root does not point to an allocated object";
 	return -EUCLEAN;
 }
@@ -194,6 +244,7 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 {
 	struct pmidx_recover rc = { .clean = clean, .threads = num_online_cpus() };
 	u64 start = ktime_get_ns();
+	unsigned int i;
 	int ret;
 
 	if (clean) {
@@ -210,26 +261,60 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 	ret = pmidx_alloc_trace_begin(&pool->alloc, why);
 	if (ret)
 		return ret;
-	if (pmidx_recovery_verify) {
-		ret = pmidx_alloc_verify_begin(&pool->alloc);
-		if (ret)
-			return ret;
-		rc.trace = true;
-	}
 	pool->flags |= PMIDX_POOL_F_RECOVERED;
 open:
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		if (pmidx_index_slot(pool, i)) {
+			ret = check_mode(pool, pmidx_index_slot(pool, i), why);
+			if (ret)
+				return ret;
+		}
+	}
 	mark_in_use(pool);
-	ret = open_engines(pool, &rc, why);
+	ret = pmidx_index_resume_drops(pool, rc.clean, why);
+	if (!ret && !rc.clean && pmidx_recovery_verify) {
+		ret = pmidx_alloc_verify_begin(&pool->alloc);
+		rc.trace = !ret;
+	}
+	if (!ret)
+		ret = open_engines(pool, &rc, why);
 	if (!ret && rc.trace)
 		ret = verify_end(pool, why);
+	/*
+	 * A failed attach ends no trace: trace_end would free, on media,
+	 * the chunks of every index not marked yet.
+	 */
+	if (ret)
+		return ret;
 	if (!rc.clean) {
 		pmidx_alloc_trace_end(&pool->alloc);
 		pool->recovered_objects = atomic64_read(&pool->alloc.objects);
 	}
-	if (ret)
-		return ret;
 	pool->recovery_ns = ktime_get_ns() - start;
 	return 0;
+}
+
+static int enable_features(struct pmidx_pool *pool, u64 bits,
+			   const char **why)
+{
+	u64 f = le64_to_cpu(pool->sb.feat_incompat);
+	int ret;
+
+	/* P3: never inside a crash attach's trace (allocations refused) */
+	if (WARN_ON_ONCE(READ_ONCE(pool->alloc.tracing))) {
+		*why = "intent records cannot be enabled during recovery";
+		return -EINVAL;
+	}
+	if ((f & bits) != bits) {
+		pool->sb.feat_incompat = cpu_to_le64(f | bits);
+		pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
+	}
+	if (pool->alloc.intents)
+		return 0;
+	ret = pmidx_alloc_intents_enable(&pool->alloc);
+	if (ret)
+		*why = "no free chunk for the allocator's intent records";
+	return ret;
 }
 
 /**
@@ -238,23 +323,25 @@ open:
  * Persistence order: the incompatible feature bit is durable in the
  * superblock before the intent chunk or any committed-mode chunk exists,
  * so a module without them refuses the pool instead of misreading it.
- * Context: pool->lock held (or attach), the allocator not tracing.
+ * Context: pool->lock held, the allocator not tracing (never from an
+ * engine's open(): index creation does it, pmidx_pool_enable_committed()).
  */
 int pmidx_pool_enable_intents(struct pmidx_pool *pool, const char **why)
 {
-	u64 f = le64_to_cpu(pool->sb.feat_incompat);
-	int ret;
+	return enable_features(pool, PMIDX_FEAT_INCOMPAT_INTENTS, why);
+}
 
-	if (pool->alloc.intents)
-		return 0;
-	if (!(f & PMIDX_FEAT_INCOMPAT_INTENTS)) {
-		pool->sb.feat_incompat = cpu_to_le64(f | PMIDX_FEAT_INCOMPAT_INTENTS);
-		pmidx_sb_write(&pool->pm, &pool->sb, &pool->sb_slot);
-	}
-	ret = pmidx_alloc_intents_enable(&pool->alloc);
-	if (ret)
-		*why = "no free chunk for the allocator's intent records";
-	return ret;
+/**
+ * pmidx_pool_enable_committed - before a committed-mode index is made
+ *
+ * pmidx_pool_enable_intents(), plus FEAT_INCOMPAT_COMMITTED_IDX in the
+ * same superblock write: durable before the index's entry exists.
+ * Context: as pmidx_pool_enable_intents().
+ */
+int pmidx_pool_enable_committed(struct pmidx_pool *pool, const char **why)
+{
+	return enable_features(pool, PMIDX_FEAT_INCOMPAT_INTENTS |
+			       PMIDX_FEAT_INCOMPAT_COMMITTED_IDX, why);
 }
 
 static void pool_free_object(void *ctx, u64 off)
@@ -282,6 +369,7 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&pool->lock);
+	mutex_init(&pool->drop_lock);
 	ret = pmem_init(&pool->pm, base, size, eadr);
 	if (ret)
 		goto err_free;

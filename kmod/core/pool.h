@@ -36,6 +36,7 @@ struct pmidx_engine_ops;
  *           (the index then exists but serves no data operation)
  * @priv:    the engine's DRAM state
  * @opened:  the engine's open() succeeded (close() is owed)
+ * @committed: committed-mode index (entry flag PMIDX_INDEX_F_COMMITTED)
  * @users:   one reference per data operation in flight (ioctl, io_uring,
  *           BATCH entry); killed by drop-index, which then waits for
  *           @drained before the engine is destroyed
@@ -58,6 +59,7 @@ struct pmidx_index {
 	const struct pmidx_engine_ops	*ops;
 	void				*priv;
 	bool				opened;
+	bool				committed;
 	struct percpu_ref		users;
 	struct completion		drained;
 	unsigned int			handles;
@@ -79,6 +81,11 @@ struct pmidx_index {
  *             RCU by the data path (see struct pmidx_index)
  * @slot_gen:  per slot, how many indexes were dropped from it since attach
  *             (the generation part of struct pmidx_index's @id); under @lock
+ * @dropping:  per slot, the committed index whose entry is DROPPING: a
+ *             drop in progress, or one attach could not finish (engine
+ *             not built in). Keeps the slot from reuse; under @lock.
+ * @drop_lock: one committed drop at a time (the allocator's deferral of
+ *             DRAM frees, pmidx_free_committed_now(), is per pool)
  * @flags:     PMIDX_POOL_F_*
  * @needs_trace: objects were abandoned on purpose (allocator tests): do
  *             not write a clean state at detach, so the next attach traces
@@ -94,6 +101,8 @@ struct pmidx_pool {
 	struct mutex			lock;
 	struct pmidx_index __rcu	*indexes[PMIDX_MAX_INDEXES];
 	u32				slot_gen[PMIDX_MAX_INDEXES];
+	struct pmidx_index		*dropping[PMIDX_MAX_INDEXES];
+	struct mutex			drop_lock;
 	u32				flags;
 	bool				needs_trace;
 	u64				recovery_ns;
@@ -112,6 +121,7 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 				   const char **why);
 void pmidx_pool_close(struct pmidx_pool *pool);
 int pmidx_pool_enable_intents(struct pmidx_pool *pool, const char **why);
+int pmidx_pool_enable_committed(struct pmidx_pool *pool, const char **why);
 extern bool pmidx_recovery_verify;
 
 int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,

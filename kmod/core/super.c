@@ -96,6 +96,9 @@ static int sb_check(struct pmidx_pmem *pm, const struct pmidx_sb *sb,
 		return -EUCLEAN;
 	}
 	if (le64_to_cpu(sb->feat_incompat) & ~PMIDX_FEAT_INCOMPAT_SUPP) {
+		/* a later module made the pool: say which features it needs */
+		pr_err("pmidx: pool needs incompatible features %#llx this module lacks; attach it with a newer module\n",
+		       le64_to_cpu(sb->feat_incompat) & ~PMIDX_FEAT_INCOMPAT_SUPP);
 		*why = "pool uses incompatible features this module lacks";
 		return -EOPNOTSUPP;
 	}

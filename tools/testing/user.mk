@@ -46,7 +46,7 @@ USER_FUZZ_TIME	?= 30
 USER_SEED	?=
 USER_CRASH_ARGS	?=
 
-USER_CPPFLAGS	:= -D_GNU_SOURCE -DCONFIG_PMIDX_B3=1 -I tools/include -I uapi -I kmod -I tools/testing \
+USER_CPPFLAGS	:= -D_GNU_SOURCE -DCONFIG_PMIDX_B3=1 -DPMIDX_TEST_ENGINES -I tools/include -I uapi -I kmod -I tools/testing \
 		   -I selftests/user -I $(UB)/gen
 # the kernel's own warning set (Makefile, scripts/Makefile.extrawarn, W=0)
 USER_WARN	:= -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
@@ -91,7 +91,8 @@ USER_ENGINE_SRC	:= $(wildcard kmod/engines/*/*.c)
 USER_SHIM_SRC	:= $(wildcard tools/testing/shim/*.c)
 USER_TOOL_SRC	:= tools/testing/pool_file.c tools/testing/crashsim.c \
 		   tools/testing/crashsim-model.c \
-		   tools/testing/xpline.c selftests/user/harness.c
+		   tools/testing/xpline.c selftests/user/harness.c \
+		   selftests/user/toy-engine.c
 USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 		   tools/testing/null-engine.c
@@ -102,6 +103,8 @@ USER_VARIANTS	:= plain asan tsan fuzz replay prefix
 USER_ENG_TESTS	:= engines lifetime check
 # media errors on the data path (test-media.c, issue 11)
 USER_ENG_TESTS	+= media
+# committed-mode engines: the core's part (toy engines beside ccl, utree)
+USER_ENG_TESTS	+= committed
 
 # the engines' own crash tests: selftests/user/<engine>-crash.c
 USER_ENG_CRASH_ALL := $(filter-out test-crash,\
@@ -261,13 +264,14 @@ USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 		    $(UB)/plain/test-check $(UB)/asan/test-check \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
 USER_BIN_engines += $(UB)/plain/test-media $(UB)/asan/test-media
+USER_BIN_engines += $(UB)/plain/test-committed $(UB)/asan/test-committed
 # The prefix model (crashsim.h) in the prefix build: the simulator's
 # self-test and the core's workloads, the engines' key/value crash
 # simulation and the engines' own crash tests on a short sample of crash
 # points (USER_PREFIX_SAMPLES, default 20); check-user-prefix-long runs
 # their full samples with 32 images per point.
 USER_BIN_prefix	:= $(UB)/prefix/test-crash $(UB)/prefix/test-engines \
-		   $(UB)/prefix/test-lifetime \
+		   $(UB)/prefix/test-lifetime $(UB)/prefix/test-committed \
 		   $(USER_ENG_CRASH_ALL:%=$(UB)/prefix/%)
 USER_PREFIX_SAMPLES ?= 20
 USER_RUN	= UB=$(UB) USER_FUZZ_TIME=$(USER_FUZZ_TIME) USER_SEED=$(USER_SEED) \

@@ -71,7 +71,8 @@ static bool alloc_should_fail(gfp_t flags)
 
 	if (gfpflags_allow_blocking(flags))
 		might_sleep();
-	while (n) {
+	/* as in the kernel, a __GFP_NOFAIL allocation never fails */
+	while (n && !(flags & __GFP_NOFAIL)) {
 		if (__atomic_compare_exchange_n(&fail_nth, &n, n - 1, false,
 						__ATOMIC_RELAXED,
 						__ATOMIC_RELAXED)) {
