@@ -194,10 +194,13 @@ static void chunk_set_desc(struct pmidx_alloc *a, u32 idx, u8 type, u8 class,
 {
 	struct pmidx_chunk *c = &a->chunks[idx];
 
+	/* under @c->lock: a late chunk_requeue() reads the identity */
+	spin_lock(&c->lock);
 	c->type = type;
 	c->class = class;
 	c->run = run;
 	c->dirty = true;
+	spin_unlock(&c->lock);
 	pmidx_store64_persist(a->pm, &a->hdrs[idx].desc,
 			      desc_pack(type, class, run));
 }
@@ -229,10 +232,12 @@ static void chunks_release(struct pmidx_alloc *a, u32 idx, u32 n)
 		struct pmidx_chunk *c = &a->chunks[idx + i];
 
 		chunk_set_desc(a, idx + i, PMIDX_CHUNK_FREE, 0, 0);
+		spin_lock(&c->lock);
 		c->state = PMIDX_CS_FREE;
 		c->nr_used = 0;
 		c->hint = 0;
 		bitmap_zero(c->bitmap, PMIDX_SLOTS_MAX);
+		spin_unlock(&c->lock);
 	}
 	spin_lock(&a->free_lock);
 	bitmap_clear(a->free_map, idx, n);
@@ -518,11 +523,32 @@ bool pmidx_alloc_valid(struct pmidx_alloc *a, u64 off, size_t len)
 /* A free made the chunk non-full or empty: fix its list membership. */
 static void chunk_requeue(struct pmidx_alloc *a, struct pmidx_chunk *c)
 {
-	struct pmidx_alloc_class *cl = &a->classes[type_mode(c->type)][c->class];
+	struct pmidx_alloc_class *cl;
 	bool release = false;
+	u8 type, class;
+
+	/*
+	 * Two frees of one chunk may both ask for a requeue; the first can
+	 * release the chunk and another class reuse it before the second gets
+	 * here. The class lock comes before @c->lock, so read the identity
+	 * first and recheck it under both locks: a changed identity means the
+	 * chunk was released since our free, and its new owner queues it.
+	 */
+	spin_lock(&c->lock);
+	type = c->type;
+	class = c->class;
+	spin_unlock(&c->lock);
+	if (!type_slab(type))
+		return;
+	cl = &a->classes[type_mode(type)][class];
 
 	spin_lock(&cl->lock);
 	spin_lock(&c->lock);
+	if (c->type != type || c->class != class) {
+		spin_unlock(&c->lock);
+		spin_unlock(&cl->lock);
+		return;
+	}
 	if (c->state == PMIDX_CS_FULL &&
 	    c->nr_used < class_slots(c->class)) {
 		c->state = PMIDX_CS_PARTIAL;
