@@ -422,6 +422,74 @@ static void b3_root_sibling(void)
 	ut_img_free(img, 64ULL << 20);
 }
 
+/*
+ * L2: a lock-table leaf that cannot be allocated inside the section
+ * (GFP_ATOMIC) is allocated outside it and the op tried again; what
+ * still fails is -ENOMEM, never -ENOSPC.
+ */
+static void b3_lt_nomem(void)
+{
+	unsigned int n, fired = 0, ok = 0;
+	u64 v = 3, keys;
+	__be64 k;
+
+	for (n = 1; n <= 12; n++) {
+		void *img = ut_img_alloc(16ULL << 20);
+		struct pmidx_pool *pool = ut_pool_new(img, 16ULL << 20);
+		struct pmidx_index *idx;
+		const char *why = NULL;
+		int ret;
+
+		UT_EQ(pmidx_index_create(pool, "l2", PMIDX_ENGINE_B3, &idx, &why), 0);
+		k = cpu_to_be64(n);
+		shim_fail_alloc_nth(n);
+		ret = idx->ops->put(idx, (u8 *)&k, 8, (u8 *)&v, 8, 0);
+		fired += shim_fail_alloc_fired();
+		shim_fail_alloc_nth(0);
+		UT_ASSERT_MSG(!ret || ret == -ENOMEM, "allocation %u failed: put %d", n, ret);
+		ok += !ret;
+		UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+		UT_EQ(keys, !ret);
+		pmidx_pool_close(pool);
+		ut_img_free(img, 16ULL << 20);
+	}
+	ut_note("b3: first put with allocation N failed, N = 1..12: %u failed an allocation, %u succeeded",
+		fired, ok);
+}
+
+/* L6: two equal keys in a leaf are reported, not skipped as a shadow. */
+static void b3_dup_key(void)
+{
+	void *img = ut_img_alloc(16ULL << 20);
+	struct pmidx_pool *pool = ut_pool_new(img, 16ULL << 20);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	struct b3_page *leaf;
+	u8 slots[B3_SLOTS];
+	struct b3_lnode *a, *b;
+	u64 i, v = 1, keys;
+	struct b3 *t;
+	__be64 k;
+
+	UT_EQ(pmidx_index_create(pool, "l6", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (i = 0; i < 10; i++) {
+		k = cpu_to_be64(i);
+		UT_EQ(idx->ops->put(idx, (u8 *)&k, 8, (u8 *)&v, 8, 0), 0);
+	}
+	t = idx->priv;
+	leaf = b3_pg(t, le64_to_cpu(t->root->top));
+	UT_EQ(b3_leaf_inorder(t, leaf, slots), 10);
+	a = &leaf->l[slots[4]];
+	b = &leaf->l[slots[5]];
+	b->key = a->key;		/* key 5 becomes a second key 4 */
+	b->check = cpu_to_le32(b3_node_check(le64_to_cpu(b->key),
+					     le32_to_cpu(b->meta)));
+	UT_EQ(idx->ops->check(idx, &keys, &why), -EUCLEAN);
+	UT_ASSERT_MSG(strstr(why, "duplicate key"), "%s", why);
+	pmidx_pool_close(pool);
+	ut_img_free(img, 16ULL << 20);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 #define TKEYS	4000
@@ -894,6 +962,8 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_left_missing),
 	UT_TEST(b3_dead_leaf),
 	UT_TEST(b3_root_sibling),
+	UT_TEST(b3_lt_nomem),
+	UT_TEST(b3_dup_key),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),

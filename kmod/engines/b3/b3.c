@@ -73,6 +73,30 @@ static int smo_call(struct b3 *t, const struct b3_key *k,
 	return ret;
 }
 
+/*
+ * An operation failed for want of a lock-table leaf (page.c lk_word(): a
+ * GFP_ATOMIC allocation inside the section): allocate it outside the
+ * section and try again, a few times. Context: inside a writer section,
+ * left and entered again.
+ * Return: true to try again; false to return *@ret (-ENOMEM then, not
+ * the -ENOSPC a page allocation reports).
+ */
+static bool lt_retry(struct b3 *t, int *ret, unsigned int *tries)
+{
+	int r;
+
+	if ((*ret != -ENOMEM && *ret != -ENOSPC) || !READ_ONCE(t->lt_want))
+		return false;
+	pmidx_epoch_exit(&t->pool->epoch);
+	r = b3_lt_fill(t);
+	writer_enter(t);
+	if (r < 0 || ++*tries > 3) {
+		*ret = -ENOMEM;
+		return false;
+	}
+	return true;
+}
+
 /* Is @k still below the sibling's low key (the locked page is its page)? */
 static bool in_page(struct b3 *t, struct b3_page *p, const struct b3_key *k)
 {
@@ -277,6 +301,7 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	struct b3 *t = idx->priv;
 	struct b3_key k = { key, klen };
 	struct put_ctx pc = { .vlen = vlen };
+	unsigned int lt_tries = 0;
 	bool moved = false;
 	struct b3_page *p;
 	int ret;
@@ -298,10 +323,12 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 			ret = leaf_put(t, p, &k, &pc, flags);
 			b3_unlock(t, p);
 		}
-		if (ret != 1)
-			break;
-		ret = smo_call(t, &k, b3_make_room);
-		if (ret)
+		if (ret == 1) {
+			ret = smo_call(t, &k, b3_make_room);
+			if (!ret)
+				continue;
+		}
+		if (!lt_retry(t, &ret, &lt_tries))
 			break;
 	}
 	if (moved)	/* a half-done SMO was on our way: finish it */
@@ -362,6 +389,7 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	struct b3 *t = idx->priv;
 	struct b3_key k = { key, klen };
 	struct del_ctx dc = {};
+	unsigned int lt_tries = 0;
 	bool moved = false, root = false;
 	struct b3_page *p;
 	int ret;
@@ -373,22 +401,24 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		if (!p) {
 			if (ret == 1)
 				ret = -ENOENT;
-			break;
+		} else {
+			root = b3_pgoff(t, p) == b3_ld(&t->root->top);
+			ret = leaf_del(t, p, &k, &dc);
+			b3_unlock(t, p);
 		}
-		root = b3_pgoff(t, p) == b3_ld(&t->root->top);
-		ret = leaf_del(t, p, &k, &dc);
-		b3_unlock(t, p);
-		if (ret != 2)
-			break;
-		/* copy-on-write of the page without the node */
-		pmidx_epoch_exit(&t->pool->epoch);
-		mutex_lock(&t->smo);
-		writer_enter(t);
-		ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
-		pmidx_epoch_exit(&t->pool->epoch);
-		mutex_unlock(&t->smo);
-		writer_enter(t);
-		if (ret != -EAGAIN)
+		if (ret == 2) {
+			/* copy-on-write of the page without the node */
+			pmidx_epoch_exit(&t->pool->epoch);
+			mutex_lock(&t->smo);
+			writer_enter(t);
+			ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
+			pmidx_epoch_exit(&t->pool->epoch);
+			mutex_unlock(&t->smo);
+			writer_enter(t);
+			if (ret == -EAGAIN)
+				continue;
+		}
+		if (!lt_retry(t, &ret, &lt_tries))
 			break;
 	}
 	if (!ret && !root &&

@@ -27,9 +27,23 @@
  * leaves it replaces, left to right, and marks them DEAD before it
  * unlocks them, which sends writers waiting on them back to the root.
  *
- * Lock order: @gate (checker) -> @smo -> epoch section -> leaf page locks
- * (left to right; a writer outside an SMO holds at most one) -> pool
- * allocator locks. No leaf lock is held while waiting for @smo.
+ * Lock order: @smo -> @gate -> epoch section -> page locks -> pool
+ * allocator locks.
+ *  - @gate: the checker holds it while writers are frozen and takes
+ *    nothing else but the epoch barrier; a writer takes it (and drops it
+ *    at once) in writer_enter(), outside any section, possibly holding
+ *    @smo (smo_call(), b3_del()).
+ *  - A writer outside an SMO holds at most one page lock, a leaf's, and
+ *    waits for nothing while it holds it; it drops it before @smo.
+ *  - Internal pages are locked and written only by SMOs, under @smo. An
+ *    SMO locks the page it replaces, then its parent when the parent
+ *    needs room, and so on up (child -> parent, room_at()); a merge
+ *    locks parent -> A -> B. These orders differ, but no two SMOs run at
+ *    once, and the only other holder an SMO can wait for is a writer
+ *    holding one leaf, which waits for nothing: no cycle.
+ *  - Page locks spin: every holder is inside a section (preemption off)
+ *    and does not sleep; allocations there are GFP_ATOMIC (b3_lt_fill()
+ *    retries a failed one outside).
  */
 #ifndef _PMIDX_B3_H
 #define _PMIDX_B3_H
@@ -86,6 +100,7 @@ struct b3_scratch;
  * struct b3 - one open B^3-tree index
  * @root:   the pmem root (struct b3_root inside idx->root)
  * @locks:  page states by page number (see above), @nlocks leaves
+ * @lt_want: a leaf a section failed to allocate (page.c lk_word())
  * @smo:    serialises structure modifications (and so every internal
  *          page write); sleeps, so it is taken outside epoch sections
  * @gate:   held by the checker; with @frozen it keeps writers out
@@ -98,6 +113,7 @@ struct b3 {
 	u64			root_off;
 	u64			**locks;
 	u64			nlocks;
+	u64			lt_want;	/* leaf index + 1, page.c */
 	atomic64_t		dram_bytes;
 	struct mutex		smo;
 	struct mutex		gate;
@@ -210,6 +226,7 @@ int b3_lock(struct b3 *t, struct b3_page *p);
 void b3_unlock(struct b3 *t, struct b3_page *p);
 void b3_kill(struct b3 *t, struct b3_page *p);
 int b3_locks_init(struct b3 *t);
+int b3_lt_fill(struct b3 *t);
 void b3_locks_free(struct b3 *t);
 u32 b3_used(struct b3 *t, const struct b3_page *p);
 u32 b3_live(struct b3 *t, const struct b3_page *p);

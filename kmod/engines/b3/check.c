@@ -90,9 +90,12 @@ static bool has_dup(struct b3_offs *r)
 	u64 i;
 
 	b3_offs_sort(r);
-	for (i = 1; i < r->n; i++)
+	for (i = 1; i < r->n; i++) {
 		if (r->off[i] == r->off[i - 1])
 			return true;
+		if (!(i & 0xffff))
+			cond_resched();
+	}
 	return false;
 }
 

@@ -24,14 +24,19 @@
 #include "core/blob.h"
 #include "b3.h"
 
-/* A page offset worth following: inside the pool, aligned, ours. */
+/*
+ * A page offset worth following: inside the allocator's data area (not
+ * just the device: the lock table covers the data area only), aligned,
+ * ours.
+ */
 bool b3_page_ok(const struct b3 *t, u64 off)
 {
+	const struct pmidx_alloc *a = &t->pool->alloc;
 	const struct b3_page *p;
 
-	if (off < t->pool->alloc.data_off ||
-	    (off - t->pool->alloc.data_off) & (B3_PAGE_SIZE - 1) ||
-	    off > t->pm->size - B3_PAGE_SIZE)
+	if (off < a->data_off || (off - a->data_off) & (B3_PAGE_SIZE - 1) ||
+	    off - a->data_off > ((u64)a->nr_chunks << PMIDX_CHUNK_SHIFT) -
+				B3_PAGE_SIZE)
 		return false;
 	p = b3_pg(t, off);
 	return le32_to_cpu(p->magic) == B3_PAGE_MAGIC &&
@@ -74,6 +79,9 @@ struct b3_key b3_node_key(const struct b3 *t, const __le64 *kw, u32 meta)
 	} else {
 		k.p = (const u8 *)kw;
 		k.len = b3_meta_klen(meta);
+		/* a corrupt meta word: never read past the 8-byte key word */
+		if (k.len > B3_INLINE_MAX)
+			k.len = 0;
 	}
 	return k;
 }
@@ -150,31 +158,66 @@ void b3_locks_free(struct b3 *t)
 	kvfree(t->locks);
 }
 
-/* The state word of page @p; NULL when there is no memory for its leaf. */
+/* Publish a zeroed leaf for lock-table slot @i. Return: the leaf. */
+static u64 *lt_publish(struct b3 *t, u64 i, u64 *leaf)
+{
+	u64 *old = cmpxchg(&t->locks[i], NULL, leaf);
+
+	if (old) {
+		kfree(leaf);
+		return old;
+	}
+	atomic64_add(B3_LT_LEAF * sizeof(*leaf), &t->dram_bytes);
+	return leaf;
+}
+
+/*
+ * The state word of page @p; NULL when there is no memory for its leaf
+ * (GFP_ATOMIC: inside an epoch section). The leaf is then noted in
+ * @lt_want for b3_lt_fill(), which the operation runs outside its section
+ * before it tries again.
+ */
 static u64 *lk_word(struct b3 *t, const struct b3_page *p)
 {
 	u64 n = (b3_pgoff(t, p) - t->pool->alloc.data_off) / B3_PAGE_SIZE;
-	u64 *leaf, *old;
+	u64 *leaf;
 
 	if (WARN_ON_ONCE(n >> B3_LT_SHIFT >= t->nlocks))
 		return NULL;
 	/* acquire: pairs with the cmpxchg that published the zeroed leaf */
 	leaf = smp_load_acquire(&t->locks[n >> B3_LT_SHIFT]);
 	if (!leaf) {
-		/* inside an epoch section: no sleeping allocation */
 		leaf = kcalloc(B3_LT_LEAF, sizeof(*leaf),
 			       GFP_ATOMIC | __GFP_NOWARN);
-		if (!leaf)
+		if (!leaf) {
+			WRITE_ONCE(t->lt_want, (n >> B3_LT_SHIFT) + 1);
 			return NULL;
-		old = cmpxchg(&t->locks[n >> B3_LT_SHIFT], NULL, leaf);
-		if (old) {
-			kfree(leaf);
-			leaf = old;
-		} else {
-			atomic64_add(B3_LT_LEAF * sizeof(*leaf), &t->dram_bytes);
 		}
+		leaf = lt_publish(t, n >> B3_LT_SHIFT, leaf);
 	}
 	return &leaf[n & (B3_LT_LEAF - 1)];
+}
+
+/**
+ * b3_lt_fill - allocate the lock-table leaf a section could not
+ *
+ * Context: process context, outside an epoch section (may sleep).
+ * Return: 1 a leaf was wanted and is there now (try again), 0 none was
+ * wanted, -ENOMEM.
+ */
+int b3_lt_fill(struct b3 *t)
+{
+	u64 i = xchg(&t->lt_want, 0), *leaf;
+
+	if (!i--)
+		return 0;
+	if (READ_ONCE(t->locks[i]))
+		return 1;
+	leaf = kcalloc(B3_LT_LEAF, sizeof(*leaf), GFP_KERNEL);
+	if (!leaf)
+		return -ENOMEM;
+	lt_publish(t, i, leaf);
+	return 1;
 }
 
 static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
@@ -314,17 +357,15 @@ int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
  * b3_leaf_inorder - the live nodes of a leaf page in key order
  * @slots: B3_SLOTS entries
  *
- * A node whose key equals the one before it is a shadow: the leftover
- * of a delete of a node with two children (b3.c), whose copy higher up
- * is the live one and comes first in order. Shadows are skipped, and
- * own nothing.
+ * Every reachable node, equal keys included: no operation leaves two
+ * (a delete of a node with two children copies the page), so two equal
+ * keys are corruption, which the checker reports (walk.c).
  *
  * Return: the number of slots, or -EUCLEAN.
  */
 int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots)
 {
 	u8 stack[B3_SLOTS];
-	struct b3_key prev = {}, k;
 	int sp = 0, n = 0, seen = 0;
 	u64 w = b3_ld(&p->root);
 	u32 s;
@@ -339,11 +380,7 @@ int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots)
 		if (!sp)
 			return n;
 		s = stack[--sp];
-		k = b3_node_key(t, &p->l[s].key,
-				le32_to_cpu(READ_ONCE(p->l[s].meta)));
-		if (!n || b3_cmp(&prev, &k))
-			slots[n++] = s;
-		prev = k;
+		slots[n++] = s;
 		w = child_of(p, s, true);
 	}
 }
@@ -464,7 +501,8 @@ __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
  * b3_page_new - allocate a page and write its header (not persisted:
  *               the builder persists the page once it is filled)
  *
- * Return: its offset, 0 when the pool is full.
+ * Return: its offset, 0 when the pool is full (or there was no memory
+ * for its lock-table leaf: then t->lt_want is set, lk_word()).
  */
 u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 {

@@ -10,8 +10,10 @@
  * name a page of the chain of the level below: one that does not names a
  * page the trace frees (a retired page, smo.c), and validation rejects
  * it (each level's chain is collected, sorted, before the level above is
- * walked). Inside a page, the nodes reachable from its BST root; in a
- * leaf, shadows (b3.c) are skipped: their blobs belong to their copy.
+ * walked). Inside a page, the nodes reachable from its BST root.
+ *
+ * Callers run in process context outside any section (recovery, drop,
+ * CHECK): the walk reschedules per page.
  *
  * This is the one function that knows what the index owns: recovery marks
  * with it, drop-index frees with it, the checker collects with it. When
@@ -19,6 +21,7 @@
  * stops calling it and nothing else changes.
  */
 #include <linux/errno.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
@@ -65,18 +68,26 @@ static void sift(u64 *a, u64 i, u64 n)
 	}
 }
 
-/* Heapsort (no recursion, no extra memory). */
+/*
+ * Heapsort (no recursion, no extra memory). Context: may sleep (the
+ * checker sorts every page and blob offset of the index).
+ */
 void b3_offs_sort(struct b3_offs *a)
 {
 	u64 *v = a->off, i, x;
 
-	for (i = a->n / 2; i-- > 0;)
+	for (i = a->n / 2; i-- > 0;) {
 		sift(v, i, a->n);
+		if (!(i & 0xffff))
+			cond_resched();
+	}
 	for (i = a->n; i-- > 1;) {
 		x = v[0];
 		v[0] = v[i];
 		v[i] = x;
 		sift(v, 0, i);
+		if (!(i & 0xffff))
+			cond_resched();
 	}
 }
 
@@ -113,6 +124,7 @@ static int chain_collect(struct b3 *t, struct b3_walk *w, u64 head,
 			w->why = "out of memory";
 			return -ENOMEM;
 		}
+		cond_resched();
 	}
 	b3_offs_sort(c);
 	return 0;
@@ -163,7 +175,11 @@ static int node_ok(struct b3 *t, struct b3_walk *w, __le64 kw, __le32 mw,
 static int order_ok(struct b3 *t, struct b3_walk *w, const struct b3_key *prev,
 		    const struct b3_key *k, const struct b3_key *hi)
 {
-	if (b3_cmp(prev, k) >= 0)
+	int c = b3_cmp(prev, k);
+
+	if (!c)
+		return bad(w, "duplicate key in a page");
+	if (c > 0)
 		return bad(w, "keys out of order in a page");
 	if (hi && b3_cmp(k, hi) >= 0)
 		return bad(w, "key at or above the sibling's low key");
@@ -288,6 +304,7 @@ static int walk_levels(struct b3 *t, struct b3_walk *w, struct b3_offs *below)
 				return ret;
 		}
 		while (off) {
+			cond_resched();
 			if (++w->pages > limit)
 				return bad(w, "page chain loops");
 			if (!b3_page_ok(t, off))
