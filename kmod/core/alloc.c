@@ -1294,6 +1294,23 @@ int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn)
 	return txn->slot < 0 ? -EBUSY : 0;
 }
 
+/**
+ * pmidx_txn_cancel - give back the record of a txn that was never armed
+ *
+ * For an engine that takes its records before its first store (several
+ * link stores in a row, each of which must not fail after the first) and
+ * then meets an error before arming one. Nothing reached media.
+ */
+void pmidx_txn_cancel(struct pmidx_alloc *a, struct pmidx_txn *txn)
+{
+	if (WARN_ON_ONCE(txn->slot < 0))
+		return;
+	spin_lock(&a->intent_lock);
+	__clear_bit(txn->slot, a->intent_map);
+	spin_unlock(&a->intent_lock);
+	txn->slot = -1;
+}
+
 /* The link store publishes @off (a pending committed-mode object). */
 void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off)
 {

@@ -213,6 +213,7 @@ void pmidx_txn_free(struct pmidx_txn *txn, u64 off);
 void pmidx_txn_arm(struct pmidx_alloc *a, struct pmidx_txn *txn,
 		   const void *word, unsigned int width, u64 val);
 void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn);
+void pmidx_txn_cancel(struct pmidx_alloc *a, struct pmidx_txn *txn);
 
 int pmidx_alloc_verify_begin(struct pmidx_alloc *a);
 int pmidx_alloc_verify_end(struct pmidx_alloc *a, u64 *bad_off);

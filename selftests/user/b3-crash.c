@@ -977,5 +977,7 @@ int main(int argc, char **argv)
 		samples = strtoul(e, NULL, 0);
 	if (crashsim_parse_model(&argc, argv))
 		return 2;
+	/* every crash attach: the allocator's recovery against a full trace */
+	pmidx_recovery_verify = true;
 	return ut_main(argc, argv, "b3-crash", tests, ARRAY_SIZE(tests));
 }

@@ -215,7 +215,8 @@ static int wl_leak(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	if (op_create(cs, pool, "keep0", PMIDX_ENGINE_CCL) ||
-	    op_create(cs, pool, "keep1", PMIDX_ENGINE_UTREE))
+	    op_create(cs, pool, "keep1", PMIDX_ENGINE_UTREE) ||
+	    op_create(cs, pool, "keep2", PMIDX_ENGINE_B3))
 		return -EIO;
 	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "leak", NULL, 0, 0);
 	if (pmidx_alloc_test_run(pool, &t, &why))
@@ -236,7 +237,8 @@ static int wl_leak(struct crashsim *cs, void *img, u64 size, void *arg)
 	pool = op_open(img, size, a->eadr);
 	if (!pool)
 		return -EIO;
-	if (op_drop(cs, pool, "keep1") || op_drop(cs, pool, "after") ||
+	if (op_drop(cs, pool, "keep1") || op_drop(cs, pool, "keep2") ||
+	    op_drop(cs, pool, "after") ||
 	    op_drop(cs, pool, "round0") || op_drop(cs, pool, "round1"))
 		return -EIO;
 	pmidx_pool_close(pool);
@@ -566,5 +568,7 @@ int main(int argc, char **argv)
 		scale = atoi(e);
 	if (crashsim_parse_model(&argc, argv))
 		return 2;
+	/* a committed-mode index anywhere: recovery against a full trace */
+	pmidx_recovery_verify = true;
 	return ut_main(argc, argv, "crash simulator", tests, ARRAY_SIZE(tests));
 }

@@ -145,6 +145,13 @@ static void verify(struct pmidx_index *idx, const u64 *state, const char *when)
 	}
 }
 
+/* committed mode: every crash attach is also traced and compared */
+static void verify_for(u32 e)
+{
+	pmidx_recovery_verify = pmidx_engine_ops(e)->flags &
+				PMIDX_ENGINE_F_COMMITTED;
+}
+
 static void engine_kv_roundtrip(void)
 {
 	u32 e;
@@ -158,6 +165,7 @@ static void engine_kv_roundtrip(void)
 
 		if (!engine_available(e))
 			continue;
+		verify_for(e);
 		state = calloc(NKEYS, sizeof(*state));
 		img = ut_img_alloc(SZ);
 		pool = ut_pool_new(img, SZ);
@@ -210,6 +218,7 @@ static void engine_kv_roundtrip(void)
 		ut_img_free(crash, SZ);
 		ut_img_free(img, SZ);
 		free(state);
+		pmidx_recovery_verify = false;
 		ut_note("engine %s: %u keys through put/update/delete/scan/check, "
 			"re-attach, crash recovery and drop", pmidx_engine_name(e), NKEYS);
 	}
@@ -341,7 +350,9 @@ static void engine_crash_kv(void)
 
 		if (!engine_available(e))
 			continue;
+		verify_for(e);
 		UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+		pmidx_recovery_verify = false;
 		crashsim_print_result(wl.name, &cfg, &res);
 		/* the other engines still run */
 		if (res.failures)

@@ -372,6 +372,13 @@ static u32 partner_of(u32 e)
 	return engine_available(p) ? p : e;
 }
 
+static bool committed(u32 e)
+{
+	const struct pmidx_engine_ops *ops = pmidx_engine_ops(e);
+
+	return ops && ops->flags & PMIDX_ENGINE_F_COMMITTED;
+}
+
 static void run_engine(u32 e, u32 gc_every, const char *what)
 {
 	struct lt_arg arg = {
@@ -402,7 +409,10 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		cfg.only_variant = strtol(vt, NULL, 0);
 	snprintf(name, sizeof(name), "%s+%s/%s", pmidx_engine_name(e),
 		 pmidx_engine_name(arg.partner), what);
+	/* committed mode: every crash attach is also traced and compared */
+	pmidx_recovery_verify = committed(e) || committed(arg.partner);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	pmidx_recovery_verify = false;
 	crashsim_print_result(name, &cfg, &res);
 	UT_ASSERT_MSG(!res.failures, "%s: %llu failing crash images",
 		      name, (unsigned long long)res.failures);

@@ -232,6 +232,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 {
 	u32 u = b3_used(t, p), live = b3_live(t, p), meta;
 	bool vblob = pc->vlen > B3_INLINE_MAX;
+	struct pmidx_txn txn, *x = NULL;
 	struct b3_lnode *n, *nn;
 	struct b3_lpos pos;
 	__le64 kw = 0;
@@ -248,16 +249,31 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if ((meta & B3_M_VBLOB) ? vblob :
 		    !vblob && b3_meta_vlen(meta) == pc->vlen) {
 			/* in place: one 8-byte store, after the blob's bytes */
-			if (meta & B3_M_VBLOB)
+			if (meta & B3_M_VBLOB) {
+				/* txn: the new blob in, the old one out */
+				if (b3_txn_begin(t, &txn))
+					return -EBUSY;
 				pc->old_blob = le64_to_cpu(n->val);
+				pmidx_txn_alloc(&txn, pc->vblob);
+				pmidx_txn_free(&txn, pc->old_blob);
+				x = &txn;
+			}
 			/* release: pairs with the reader's load of the word */
-			smp_store_release(&n->val, pc->vword);
-			pmidx_persist(t->pm, &n->val, sizeof(n->val));
+			b3_commit_txn(t, x, &n->val, le64_to_cpu(pc->vword));
 			pc->vblob = 0;
 			return 0;
 		}
 		if (u >= B3_SLOTS)
 			return 1;
+		if (vblob || (meta & B3_M_VBLOB)) {
+			if (b3_txn_begin(t, &txn))
+				return -EBUSY;
+			if (vblob)
+				pmidx_txn_alloc(&txn, pc->vblob);
+			if (meta & B3_M_VBLOB)
+				pmidx_txn_free(&txn, le64_to_cpu(n->val));
+			x = &txn;
+		}
 		nn = &p->l[u];
 		node_fill(nn, n->key, pc->vword,
 			  b3_meta_make(k->len, pc->vlen, meta & B3_M_KBLOB, vblob),
@@ -265,7 +281,8 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			  cpu_to_le32(b3_ld32(&n->right)));
 		pmidx_persist(t->pm, nn, sizeof(*nn));
 		b3_set_cnt(t, p, u + 1, live);
-		b3_leaf_link(t, p, pos.parent, pos.right, u + 1);
+		/* the key blob stays: the copy names it, the dead node did */
+		b3_leaf_link(t, p, pos.parent, pos.right, u + 1, x);
 		if (meta & B3_M_VBLOB)
 			pc->old_blob = le64_to_cpu(n->val);
 		pc->vblob = 0;
@@ -282,13 +299,23 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	} else {
 		memcpy(&kw, k->p, k->len);
 	}
+	if (pc->kblob || vblob) {
+		/* txn: the node's blobs are linked by the same store */
+		if (b3_txn_begin(t, &txn))
+			return -EBUSY;
+		if (pc->kblob)
+			pmidx_txn_alloc(&txn, pc->kblob);
+		if (vblob)
+			pmidx_txn_alloc(&txn, pc->vblob);
+		x = &txn;
+	}
 	nn = &p->l[u];
 	node_fill(nn, kw, pc->vword,
 		  b3_meta_make(k->len, pc->vlen, k->len > B3_INLINE_MAX, vblob),
 		  0, 0);
 	pmidx_persist(t->pm, nn, sizeof(*nn));			/* flush 1 */
 	b3_set_cnt(t, p, u + 1, live + 1);
-	b3_leaf_link(t, p, pos.parent, pos.right, u + 1);	/* flush 2 */
+	b3_leaf_link(t, p, pos.parent, pos.right, u + 1, x);	/* flush 2 */
 	this_cpu_inc(t->pcpu->keys);
 	pc->kblob = 0;
 	pc->vblob = 0;
@@ -307,6 +334,8 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	int ret;
 
 	this_cpu_inc(t->pcpu->ops_put);
+	if (unlikely(!READ_ONCE(t->reserve)))
+		b3_reserve_fill(t, false);
 	if (vlen > B3_INLINE_MAX) {
 		/* the big copy and its flushes happen outside the section */
 		pc.vblob = b3_blob_write(t, val, vlen);
@@ -358,7 +387,8 @@ struct del_ctx {
 static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		    struct del_ctx *dc)
 {
-	u32 live = b3_live(t, p), l, r;
+	u32 live = b3_live(t, p), l, r, meta;
+	struct pmidx_txn txn, *x = NULL;
 	struct b3_lnode *d;
 	struct b3_lpos pos;
 	int ret;
@@ -373,12 +403,23 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	r = b3_ld32(&d->right);
 	if (l && r)
 		return 2;	/* two children: b3_del_cow() */
-	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r);
+	meta = le32_to_cpu(d->meta);
+	if (meta & (B3_M_KBLOB | B3_M_VBLOB)) {
+		/* txn: the node's blobs are unlinked with it */
+		if (b3_txn_begin(t, &txn))
+			return -EBUSY;
+		if (meta & B3_M_KBLOB)
+			pmidx_txn_free(&txn, le64_to_cpu(d->key));
+		if (meta & B3_M_VBLOB)
+			pmidx_txn_free(&txn, le64_to_cpu(d->val));
+		x = &txn;
+	}
+	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r, x);
 	live--;
 	b3_set_cnt(t, p, b3_used(t, p), live);
 	dc->kw = d->key;
 	dc->vw = d->val;
-	dc->meta = le32_to_cpu(d->meta);
+	dc->meta = meta;
 	dc->live = live;
 	this_cpu_dec(t->pcpu->keys);
 	return 0;
@@ -395,6 +436,8 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	int ret;
 
 	this_cpu_inc(t->pcpu->ops_del);
+	if (unlikely(!READ_ONCE(t->reserve)))
+		b3_reserve_fill(t, false);
 	writer_enter(t);
 	for (;;) {
 		p = writer_leaf(t, &k, &moved, &ret);
@@ -433,6 +476,9 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		if (dc.meta & B3_M_VBLOB)
 			b3_blob_retire(t, le64_to_cpu(dc.vw));
 	}
+	/* the reserve went into a page copy: another one for the next */
+	if (unlikely(!READ_ONCE(t->reserve)))
+		b3_reserve_fill(t, true);
 	return ret;
 }
 
@@ -624,17 +670,41 @@ static void b3_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 		sum.pages += READ_ONCE(c->pages);
 		sum.blob_bytes += READ_ONCE(c->blob_bytes);
 	}
-	pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, sum.keys, 0));
+	/* unknown after a crash attach until CHECK counts them (b3.h) */
+	if (!READ_ONCE(t->approx))
+		pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, sum.keys, 0));
 	pmidx_stat_set(s, PMIDX_STAT_OPS_GET, sum.ops_get);
 	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, sum.ops_put);
 	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, sum.ops_del);
 	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, sum.ops_scan);
-	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE +
-		       max_t(s64, sum.pages, 0) * B3_PAGE_SIZE +
-		       max_t(s64, sum.blob_bytes, 0));
+	if (!READ_ONCE(t->approx))
+		pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE +
+			       max_t(s64, sum.pages, 0) * B3_PAGE_SIZE +
+			       max_t(s64, sum.blob_bytes, 0));
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx) + sizeof(*t) +
 		       sizeof(struct b3_scratch) + atomic64_read(&t->dram_bytes) +
 		       num_possible_cpus() * sizeof(struct b3_pcpu));
+}
+
+/*
+ * Set the index's counters to @keys, @pages, @bytes. Context: writers
+ * frozen (b3_freeze()): none changes a per-CPU counter meanwhile.
+ */
+void b3_counters_set(struct b3 *t, u64 keys, u64 pages, u64 bytes)
+{
+	struct b3_pcpu *c;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(t->pcpu, cpu);
+		c->keys = 0;
+		c->pages = 0;
+		c->blob_bytes = 0;
+	}
+	c = per_cpu_ptr(t->pcpu, 0);
+	c->keys = keys;
+	c->pages = pages;
+	c->blob_bytes = bytes;
 }
 
 s64 b3_sum_keys(struct b3 *t)
@@ -651,6 +721,9 @@ s64 b3_sum_keys(struct b3 *t)
 
 static void b3_teardown(struct b3 *t)
 {
+	/* pending: nothing on media names it (a written-back bitmap would) */
+	if (t->reserve)
+		pmidx_free(&t->pool->alloc, t->reserve);
 	b3_locks_free(t);
 	free_percpu(t->pcpu);
 	kvfree(t->scr);
@@ -704,7 +777,8 @@ static void b3_close(struct pmidx_index *idx, bool clean)
 	if (!t)
 		return;
 	pmidx_epoch_barrier(&t->pool->epoch);
-	if (clean) {
+	/* counters not known (a crash attach, no CHECK since): not saved */
+	if (clean && !t->approx) {
 		for_each_possible_cpu(cpu) {
 			struct b3_pcpu *c = per_cpu_ptr(t->pcpu, cpu);
 
@@ -723,13 +797,21 @@ static void b3_close(struct pmidx_index *idx, bool clean)
 	idx->priv = NULL;
 }
 
+/* committed objects of a dropped index: the commit bit goes at once */
 static int free_cb(struct b3 *t, struct b3_walk *w, u64 off)
 {
-	pmidx_free(&t->pool->alloc, off);
+	pmidx_free_committed_now(&t->pool->alloc, off);
 	return 0;
 }
 
-/* Drop-index: free every page and every blob a live node owns. */
+/*
+ * Drop-index: free every page and every blob a live node owns, each with
+ * pmidx_free_committed_now() (not the epochs: the core's drop protocol,
+ * core/index_table.c). Resumed after a crash during a drop, the structure
+ * is whole (the DRAM frees were deferred, so nothing was reused) but some
+ * objects are free on media already: the walk reads pages, never the
+ * allocator (no validation), and the allocator skips what is free.
+ */
 static void b3_destroy(struct pmidx_index *idx)
 {
 	struct b3 *t = idx->priv;
@@ -746,6 +828,7 @@ static void b3_destroy(struct pmidx_index *idx)
 const struct pmidx_engine_ops pmidx_b3_ops = {
 	.id		= PMIDX_ENGINE_B3,
 	.name		= "b3",
+	.flags		= PMIDX_ENGINE_F_COMMITTED,
 	.open		= b3_open,
 	.close		= b3_close,
 	.destroy	= b3_destroy,

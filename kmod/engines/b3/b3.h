@@ -104,6 +104,10 @@ struct b3_scratch;
  * @smo:    serialises structure modifications (and so every internal
  *          page write); sleeps, so it is taken outside epoch sections
  * @gate:   held by the checker; with @frozen it keeps writers out
+ * @reserve: a pending page for a delete on a full pool (page.c), 0: none
+ * @approx: the key, page and byte counters are deltas since a crash
+ *          attach that counted nothing (walk.c b3_recover()): STATS
+ *          leaves them out, CHECK sets them from its walk
  */
 struct b3 {
 	struct pmidx_index	*idx;
@@ -118,6 +122,8 @@ struct b3 {
 	struct mutex		smo;
 	struct mutex		gate;
 	bool			frozen;
+	bool			approx;
+	u64			reserve;
 	struct b3_scratch	*scr;
 	struct b3_pcpu __percpu	*pcpu;
 };
@@ -238,8 +244,11 @@ int b3_inner_inorder(const struct b3 *t, const struct b3_page *p,
 		     u64 *child, u8 *sep);
 int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
 	     u32 *live);
+int b3_txn_begin(struct b3 *t, struct pmidx_txn *x);
+void b3_txn_cancel(struct b3 *t, struct pmidx_txn *x);
+void b3_commit_txn(struct b3 *t, struct pmidx_txn *x, __le64 *w, u64 val);
 void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
-		  u32 val);
+		  u32 val, struct pmidx_txn *x);
 int b3_blob_read(struct b3 *t, u64 off, void *dst, u32 cap, u32 *len);
 u64 b3_blob_write(struct b3 *t, const void *data, u32 len);
 void b3_blob_free(struct b3 *t, u64 off);
@@ -247,6 +256,8 @@ void b3_blob_retire(struct b3 *t, u64 off);
 __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r);
 void b3_commit(struct b3 *t, __le64 *w, u64 val);
 u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low);
+u64 b3_page_new_reserve(struct b3 *t, u8 level, const struct b3_key *low);
+void b3_reserve_fill(struct b3 *t, bool wait);
 void b3_page_retire(struct b3 *t, u64 off);
 void b3_build_leaf(struct b3 *t, struct b3_page *dst, const struct b3_lnode *src,
 		   u32 n);
@@ -302,6 +313,7 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc);
 /* ---- b3.c ---- */
 
 s64 b3_sum_keys(struct b3 *t);
+void b3_counters_set(struct b3 *t, u64 keys, u64 pages, u64 bytes);
 
 /* ---- check.c ------------------------------------------------------------ */
 

@@ -18,7 +18,8 @@
  *     page out of its chain is retired or leaked: smo.c, walk.c);
  *   - ownership: no page or blob referenced twice, each allocated, each
  *     blob well formed with its key's length;
- *   - the count: live keys against the per-CPU key counters.
+ *   - the count: live keys against the per-CPU key counters (after a
+ *     crash attach, which counts nothing, the first CHECK sets them).
  */
 #include <linux/errno.h>
 #include <linux/sched.h>
@@ -113,6 +114,15 @@ int b3_check(struct b3 *t, u64 *keys, const char **why)
 	if (!ret && has_dup(&r)) {
 		w.why = "object referenced twice";
 		ret = -EUCLEAN;
+	}
+	if (!ret && t->approx) {
+		/*
+		 * The first count since a crash attach (b3_recover()): the
+		 * per-CPU counters hold the changes since then; writers are
+		 * frozen, so set them from the walk.
+		 */
+		b3_counters_set(t, w.keys, w.pages, w.blob_bytes);
+		WRITE_ONCE(t->approx, false);
 	}
 	counted = b3_sum_keys(t);
 	if (!ret && counted != (s64)w.keys) {

@@ -110,9 +110,10 @@ int b3_blob_read(struct b3 *t, u64 off, void *dst, u32 cap, u32 *len)
 
 /* ---- blobs, with the index's accounting ------------------------------- */
 
+/* A pending blob (committed mode): a txn that links it commits it. */
 u64 b3_blob_write(struct b3 *t, const void *data, u32 len)
 {
-	u64 off = pmidx_blob_write(t->pool, data, len);
+	u64 off = pmidx_blob_write_committed(t->pool, data, len);
 
 	if (off)
 		this_cpu_add(t->pcpu->blob_bytes,
@@ -120,14 +121,17 @@ u64 b3_blob_write(struct b3 *t, const void *data, u32 len)
 	return off;
 }
 
-/* A blob nothing persistent names yet (a failed write). */
+/* A blob nothing persistent names yet (a failed write): still pending. */
 void b3_blob_free(struct b3 *t, u64 off)
 {
 	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
 	pmidx_free(&t->pool->alloc, off);
 }
 
-/* A blob just unlinked by a committed store: readers may still hold it. */
+/*
+ * A blob just unlinked by a link store (whose txn cleared its commit bit):
+ * readers may still hold it.
+ */
 void b3_blob_retire(struct b3 *t, u64 off)
 {
 	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
@@ -470,20 +474,65 @@ void b3_commit(struct b3 *t, __le64 *w, u64 val)
 	pmidx_persist(t->pm, w, sizeof(*w));
 }
 
-/* Link slot word @val (slot + 1, or 0) where @parent/@right says. */
-void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
-		  u32 val)
+/*
+ * Link stores in committed mode (README "Transactions"). A store that
+ * links or unlinks a page or blob runs inside a pmidx_txn naming them;
+ * the caller took the txn (b3_txn_begin()) under the lock that guards
+ * the word, before its first store, and filled it. An empty txn costs
+ * nothing: its record is given back and the store is a plain commit.
+ */
+int b3_txn_begin(struct b3 *t, struct pmidx_txn *x)
 {
-	__le32 *w;
+	/* core/alloc.h: no record can be waited for here; fail the op */
+	if (WARN_ON_ONCE(pmidx_txn_begin(&t->pool->alloc, x)))
+		return -EBUSY;
+	return 0;
+}
 
-	if (parent < 0) {
-		b3_commit(t, &p->root, val);
-		return;
+void b3_txn_cancel(struct b3 *t, struct pmidx_txn *x)
+{
+	if (x && x->slot >= 0)
+		pmidx_txn_cancel(&t->pool->alloc, x);
+}
+
+/* *@w := @val (@width 4 or 8 bytes), persisted, inside txn @x (or none) */
+static void link_store(struct b3 *t, struct pmidx_txn *x, void *w,
+		       unsigned int width, u64 val)
+{
+	struct pmidx_alloc *a = &t->pool->alloc;
+
+	if (x && !x->nalloc && !x->nfree) {
+		pmidx_txn_cancel(a, x);
+		x = NULL;
 	}
-	w = right ? &p->l[parent].right : &p->l[parent].left;
-	/* release: pairs with b3_ld32() */
-	smp_store_release(w, cpu_to_le32(val));
-	pmidx_persist(t->pm, w, sizeof(*w));
+	if (x)
+		pmidx_txn_arm(a, x, w, width, val);
+	if (width == 8)	/* release: pairs with b3_ld() */
+		smp_store_release((__le64 *)w, cpu_to_le64(val));
+	else		/* release: pairs with b3_ld32() */
+		smp_store_release((__le32 *)w, cpu_to_le32(val));
+	pmidx_persist(t->pm, w, width);
+	if (x)
+		pmidx_txn_end(a, x);
+}
+
+void b3_commit_txn(struct b3 *t, struct pmidx_txn *x, __le64 *w, u64 val)
+{
+	link_store(t, x, w, 8, val);
+}
+
+/*
+ * Link slot word @val (slot + 1, or 0) where @parent/@right says, inside
+ * txn @x (NULL: the store publishes and unlinks no object).
+ */
+void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
+		  u32 val, struct pmidx_txn *x)
+{
+	if (parent < 0)
+		link_store(t, x, &p->root, 8, val);
+	else
+		link_store(t, x, right ? &p->l[parent].right :
+					 &p->l[parent].left, 4, val);
 }
 
 __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
@@ -504,14 +553,11 @@ __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
  * Return: its offset, 0 when the pool is full (or there was no memory
  * for its lock-table leaf: then t->lt_want is set, lk_word()).
  */
-u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
+static u64 page_init(struct b3 *t, u64 off, u8 level, const struct b3_key *low)
 {
 	struct b3_page *p;
-	u64 off, *lw;
+	u64 *lw;
 
-	off = pmidx_alloc(&t->pool->alloc, B3_PAGE_SIZE);
-	if (!off)
-		return 0;
 	p = b3_pg(t, off);
 	lw = lk_word(t, p);
 	if (!lw) {
@@ -529,6 +575,53 @@ u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 	p->crc = cpu_to_le32(b3_page_crc(p));
 	this_cpu_inc(t->pcpu->pages);
 	return off;
+}
+
+/* A pending page (committed mode): the txn that links it commits it. */
+u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
+{
+	u64 off = pmidx_alloc_committed(&t->pool->alloc, B3_PAGE_SIZE);
+
+	return off ? page_init(t, off, level, low) : 0;
+}
+
+/*
+ * The reserve page (review M2): a delete whose node has two children
+ * copies its page, and must not fail with -ENOSPC on a full pool (a
+ * user frees space by deleting). So each index holds one pending page
+ * that only b3_page_new_reserve() takes when the pool has none. Pending:
+ * a crash frees it, nothing on media names it; b3_teardown() frees it.
+ * Context: the SMO's (a section, under t->smo).
+ */
+u64 b3_page_new_reserve(struct b3 *t, u8 level, const struct b3_key *low)
+{
+	u64 off = pmidx_alloc_committed(&t->pool->alloc, B3_PAGE_SIZE);
+
+	if (!off)
+		off = xchg(&t->reserve, 0);
+	return off ? page_init(t, off, level, low) : 0;
+}
+
+/**
+ * b3_reserve_fill - allocate the reserve page if the index has none
+ * @wait: the pool may be full: wait for the epochs to free what was
+ *        retired (the page the reserve replaced) and try again
+ *
+ * Context: process context, outside any section (may sleep with @wait).
+ */
+void b3_reserve_fill(struct b3 *t, bool wait)
+{
+	u64 off;
+
+	if (READ_ONCE(t->reserve))
+		return;
+	off = pmidx_alloc_committed(&t->pool->alloc, B3_PAGE_SIZE);
+	if (!off && wait) {
+		pmidx_epoch_barrier(&t->pool->epoch);
+		off = pmidx_alloc_committed(&t->pool->alloc, B3_PAGE_SIZE);
+	}
+	if (off && cmpxchg(&t->reserve, 0, off))
+		pmidx_free(&t->pool->alloc, off);	/* never linked */
 }
 
 /* An unlinked page: freed once no epoch reader can stand on it. */

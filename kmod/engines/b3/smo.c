@@ -75,15 +75,39 @@ static void page_drop(struct b3 *t, u64 off)
  * SMO's first store, so that a failed lookup changes nothing: with a
  * wrong @l the replaced page would stay in its chain and the new ones
  * be reachable only through @ref, which the trace does not follow.
+ *
+ * Transactions (README): @sw, taken and filled by the caller, holds what
+ * the swap links (the new pages c1..ck) and unlinks (the replaced pages
+ * and the blobs only they owned); it goes on the store that takes the
+ * replaced page out of its chain: step 2 (l->sibling), or step 3 when
+ * there is no @l. @fin: what step 3 alone links when it follows step 2
+ * (a split's new separator blob), NULL or empty when nothing; with no
+ * @l, the caller put that into @sw too and passes no @fin.
  */
 static void swap_in(struct b3 *t, struct b3_page *l, __le64 *ref, u64 first,
-		    u64 final)
+		    u64 final, struct pmidx_txn *sw, struct pmidx_txn *fin)
 {
 	if (l) {
 		b3_commit(t, ref, b3_pgoff(t, l));
-		b3_commit(t, &l->sibling, first);
+		b3_commit_txn(t, sw, &l->sibling, first);
+		b3_commit_txn(t, fin, ref, final);
+		return;
 	}
-	b3_commit(t, ref, final);
+	WARN_ON_ONCE(fin && fin->slot >= 0);
+	b3_commit_txn(t, sw, ref, final);
+}
+
+/* The key blob of separator @n (if any) is unlinked (linked) by txn @x. */
+static void txn_free_sep(struct pmidx_txn *x, const struct b3_inode *n)
+{
+	if (le32_to_cpu(n->meta) & B3_M_KBLOB)
+		pmidx_txn_free(x, le64_to_cpu(n->key));
+}
+
+static void txn_alloc_sep(struct pmidx_txn *x, const struct b3_inode *n)
+{
+	if (le32_to_cpu(n->meta) & B3_M_KBLOB)
+		pmidx_txn_alloc(x, le64_to_cpu(n->key));
 }
 
 /*
@@ -141,6 +165,7 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 	struct b3_scratch *s = t->scr;
 	struct b3_page *p = path->lv[lvl].pg, *np, *l;
 	struct b3_key low = b3_low(p);
+	struct pmidx_txn sw;
 	int n;
 	u64 o;
 
@@ -160,7 +185,13 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 		b3_build_inner(t, np, s->child, s->in, n);
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
-	swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o, o);
+	if (b3_txn_begin(t, &sw)) {
+		page_drop(t, o);
+		return -EBUSY;
+	}
+	pmidx_txn_alloc(&sw, o);
+	pmidx_txn_free(&sw, b3_pgoff(t, p));
+	swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o, o, &sw, NULL);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
 	this_cpu_inc(t->pcpu->defrags);
@@ -174,12 +205,14 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 static int split(struct b3 *t, struct b3_path *path, int lvl)
 {
 	struct b3_scratch *s = t->scr;
-	struct b3_page *p = path->lv[lvl].pg, *n1, *n2, *r, *par, *l = NULL;
+	struct b3_page *p = path->lv[lvl].pg, *n1, *n2, *r = NULL, *par = NULL;
+	struct b3_page *l = NULL;
 	struct b3_key low = b3_low(p), k2, none = { (const u8 *)"", 0 };
-	struct b3_inode median = {};
+	struct b3_inode median = {}, *sep;
+	struct pmidx_txn sw, fin, *f = NULL;
 	u64 o1 = 0, o2 = 0, orr = 0;
 	int n, m, ret = -ENOSPC;
-	u32 slot;
+	u32 slot = 0;
 
 	n = gather(t, p, s->ln, s->in, s->child);
 	if (n < 0)
@@ -230,23 +263,46 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	if (orr) {
 		/* root split: a new root page, linked by one store */
 		r = b3_pg(t, orr);
-		ret = b3_sep_make(t, &r->i[0], &k2, o1, o2);
-		if (ret)
-			goto fail;
-		r->root = cpu_to_le64(1);
-		b3_set_cnt(t, r, 1, 1);
-		persist_page(t, r);
-		b3_commit(t, &t->root->top, orr);
-		this_cpu_inc(t->pcpu->root_splits);
+		sep = &r->i[0];
 	} else {
 		par = path->lv[lvl + 1].pg;
 		slot = b3_used(t, par);
-		ret = b3_sep_make(t, &par->i[slot], &k2, o1, o2);
+		sep = &par->i[slot];
+	}
+	ret = b3_sep_make(t, sep, &k2, o1, o2);
+	if (ret)
+		goto fail;
+	/* txns: the pages (and the new separator's blob) in, @p out */
+	ret = b3_txn_begin(t, &sw);
+	if (!ret && l) {
+		ret = b3_txn_begin(t, &fin);
 		if (ret)
-			goto fail;
-		pmidx_persist(t->pm, &par->i[slot], B3_NODE_SIZE);
+			b3_txn_cancel(t, &sw);
+		f = &fin;
+	}
+	if (ret) {
+		b3_sep_free(t, sep, true);
+		goto fail;
+	}
+	pmidx_txn_alloc(&sw, o1);
+	pmidx_txn_alloc(&sw, o2);
+	if (orr)
+		pmidx_txn_alloc(&sw, orr);
+	txn_alloc_sep(f ?: &sw, sep);
+	pmidx_txn_free(&sw, b3_pgoff(t, p));
+	if (p->level)
+		txn_free_sep(&sw, &median);
+	if (orr) {
+		r->root = cpu_to_le64(1);
+		b3_set_cnt(t, r, 1, 1);
+		persist_page(t, r);
+		b3_commit_txn(t, &sw, &t->root->top, orr);
+		this_cpu_inc(t->pcpu->root_splits);
+	} else {
+		pmidx_persist(t->pm, sep, B3_NODE_SIZE);
 		b3_set_cnt(t, par, slot + 1, b3_live(t, par) + 1);
-		swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o1, slot + 1);
+		swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o1, slot + 1,
+			&sw, f);
 	}
 	/* the median moved up as a new copy; @p's one goes with @p */
 	if (p->level)
@@ -311,6 +367,7 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 	struct b3_step *st = &path->lv[path->bad];
 	struct b3_page *pages[FIX_MAX], *x, *sp, *par;
 	unsigned int k = 0, moves = 0;
+	struct pmidx_txn txn;
 	struct b3_key lk;
 	__le64 *ref;
 	u32 base, j;
@@ -368,19 +425,26 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 				  b3_pgoff(t, pages[j]),
 				  j + 2 < k ? base + j + 2 :
 					      b3_pgoff(t, pages[k - 1]));
-		if (ret) {
-			while (j--)
-				b3_sep_free(t, &par->i[base + j], true);
-			return ret;
-		}
+		if (ret)
+			goto unwind;
 	}
+	/* txn: the new separators' blobs (the pages are in their chain) */
+	ret = b3_txn_begin(t, &txn);
+	if (ret)
+		goto unwind;
+	for (j = 0; j + 1 < k; j++)
+		txn_alloc_sep(&txn, &par->i[base + j]);
 	if (k > 1) {
 		pmidx_persist(t->pm, &par->i[base], (k - 1) * B3_NODE_SIZE);
 		b3_set_cnt(t, par, base + k - 1, b3_live(t, par) + k - 1);
 	}
-	b3_commit(t, ref, k > 1 ? base + 1 : b3_pgoff(t, pages[0]));
+	b3_commit_txn(t, &txn, ref, k > 1 ? base + 1 : b3_pgoff(t, pages[0]));
 	this_cpu_inc(t->pcpu->repairs);
 	return 1;
+unwind:
+	while (j--)
+		b3_sep_free(t, &par->i[base + j], true);
+	return ret;
 }
 
 /*
@@ -433,6 +497,7 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	struct b3_path *path = &s->path;
 	struct b3_lpos pos;
 	struct b3_page *p, *np, *l;
+	struct pmidx_txn sw;
 	struct b3_key low;
 	int ret, n, i;
 	u64 o;
@@ -475,7 +540,8 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	if (ret)
 		goto out;
 	low = b3_low(p);
-	o = b3_page_new(t, 0, &low);
+	/* a delete must work on a full pool: the index's reserve page */
+	o = b3_page_new_reserve(t, 0, &low);
 	ret = -ENOSPC;
 	if (!o)
 		goto out;
@@ -483,7 +549,19 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	b3_build_leaf(t, np, s->ln, n - 1);
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
-	swap_in(t, l, b3_ref_word(t, &path->lv[0].ref), o, o);
+	/* txn: the copy in; the page and the deleted node's blobs out */
+	ret = b3_txn_begin(t, &sw);
+	if (ret) {
+		page_drop(t, o);
+		goto out;
+	}
+	pmidx_txn_alloc(&sw, o);
+	pmidx_txn_free(&sw, b3_pgoff(t, p));
+	if (*meta & B3_M_KBLOB)
+		pmidx_txn_free(&sw, le64_to_cpu(*kw));
+	if (*meta & B3_M_VBLOB)
+		pmidx_txn_free(&sw, le64_to_cpu(*vw));
+	swap_in(t, l, b3_ref_word(t, &path->lv[0].ref), o, o, &sw, NULL);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
 	this_cpu_inc(t->pcpu->defrags);
@@ -500,11 +578,17 @@ static int first_leaf(struct b3 *t)
 {
 	struct b3_key none = { (const u8 *)"", 0 };
 	u64 o = b3_page_new(t, 0, &none);
+	struct pmidx_txn txn;
 
 	if (!o)
 		return -ENOSPC;
 	persist_page(t, b3_pg(t, o));
-	b3_commit(t, &t->root->top, o);
+	if (b3_txn_begin(t, &txn)) {
+		page_drop(t, o);
+		return -EBUSY;
+	}
+	pmidx_txn_alloc(&txn, o);
+	b3_commit_txn(t, &txn, &t->root->top, o);
 	return 0;
 }
 
@@ -561,6 +645,7 @@ int b3_fix(struct b3 *t, const struct b3_key *k)
 static void collapse_root(struct b3 *t)
 {
 	u64 off = b3_ld(&t->root->top), w;
+	struct pmidx_txn txn;
 	struct b3_page *r;
 
 	while (off) {
@@ -568,7 +653,11 @@ static void collapse_root(struct b3 *t)
 		w = b3_ld(&r->root);
 		if (!r->level || !b3_w_is_page(w) || b3_ld(&r->sibling))
 			return;
-		b3_commit(t, &t->root->top, w);
+		/* txn: the old root page out (a later merge tries again) */
+		if (b3_txn_begin(t, &txn))
+			return;
+		pmidx_txn_free(&txn, off);
+		b3_commit_txn(t, &txn, &t->root->top, w);
 		b3_page_retire(t, off);
 		off = w;
 	}
@@ -586,6 +675,7 @@ int b3_try_merge(struct b3 *t, const struct b3_key *k)
 	struct b3_page *a, *b, *par, *m, *l;
 	struct b3_step *st;
 	struct b3_inode *q;
+	struct pmidx_txn tq, sw;
 	__le64 *wp, *gw;
 	struct b3_key low;
 	int ret, na, nb;
@@ -657,17 +747,32 @@ again:
 	b3_build_leaf(t, m, s->ln, na + nb);
 	m->sibling = cpu_to_le64(b3_ld(&b->sibling));
 	persist_page(t, m);
+	/* both txns before the first store: none may fail after it */
+	ret = b3_txn_begin(t, &tq);
+	if (!ret) {
+		ret = b3_txn_begin(t, &sw);
+		if (ret)
+			b3_txn_cancel(t, &tq);
+	}
+	if (ret) {
+		page_drop(t, o);
+		goto out_b;
+	}
+	txn_free_sep(&tq, q);		/* q's store unlinks q's key blob */
+	pmidx_txn_alloc(&sw, o);	/* the swap: m in, A and B out */
+	pmidx_txn_free(&sw, b3_pgoff(t, a));
+	pmidx_txn_free(&sw, b3_pgoff(t, b));
 
 	gw = b3_ref_word(t, &st->gref);
 	direct = wp == (rule1 ? &q->right : &q->left);
 	if (rule1) {
 		b3_commit(t, wp, b3_pgoff(t, a));
-		b3_commit(t, gw, b3_ld(&q->right));
+		b3_commit_txn(t, &tq, gw, b3_ld(&q->right));
 	} else {
-		b3_commit(t, gw, b3_ld(&q->left));
+		b3_commit_txn(t, &tq, gw, b3_ld(&q->left));
 	}
 	/* one word now names A for A's and B's ranges: q's is gone */
-	swap_in(t, l, direct ? gw : wp, o, o);
+	swap_in(t, l, direct ? gw : wp, o, o, &sw, NULL);
 	b3_set_cnt(t, par, b3_used(t, par), b3_live(t, par) - 1);
 	b3_sep_free(t, q, false);
 	b3_kill(t, b);

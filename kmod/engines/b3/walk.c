@@ -15,10 +15,11 @@
  * Callers run in process context outside any section (recovery, drop,
  * CHECK): the walk reschedules per page.
  *
- * This is the one function that knows what the index owns: recovery marks
- * with it, drop-index frees with it, the checker collects with it. When
- * the allocator learns to find its objects without a trace, recovery
- * stops calling it and nothing else changes.
+ * This is the one function that knows what the index owns: drop-index
+ * frees with it, the checker collects with it (and counts the keys after
+ * a crash attach), the core's recovery checker (pmidx_recovery_verify)
+ * marks with it. A crash attach does not call it: the allocator recovers
+ * committed-mode objects from its own metadata (b3_recover()).
  */
 #include <linux/errno.h>
 #include <linux/sched.h>
@@ -392,24 +393,17 @@ static int mark_blob(struct b3 *t, struct b3_walk *w, u64 off)
 	return 0;
 }
 
-/* a clean attach without saved counters: a blob is checked, not marked */
-static int look_blob(struct b3 *t, struct b3_walk *w, u64 off)
-{
-	u32 len;
-
-	if (!pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
-	    pmidx_blob_read_len(t->pool, off, &len))
-		return bad(w, "blob not allocated or malformed");
-	return 0;
-}
-
 /**
- * b3_recover - open: the root, and after a crash the allocator's trace
+ * b3_recover - open: the root, and nothing else (§3.1, §3.4.1)
  *
- * Nothing is rebuilt (§3.1): after a clean detach this is O(1). After a
- * crash the only O(size) work is the allocator's trace (engine.h): every
- * page and blob marked once, found by b3_walk(). Half-done SMOs stay as
- * they are; the first writer that meets one repairs it (smo.c).
+ * Nothing is rebuilt and, in committed mode, nothing is traced: the
+ * allocator found every page and blob from its own metadata (core/alloc.c),
+ * so a crash attach is O(1) here too. Half-done SMOs stay as they are;
+ * the first writer that meets one repairs it (smo.c). Only the counters
+ * need the whole tree: after a clean detach they were saved in the root;
+ * otherwise they stay unknown (@t->approx: STATS leaves them out) until
+ * CHECK counts them. With @rc->mark (the core's checker,
+ * pmidx_recovery_verify) every page and blob is marked, and counted.
  */
 int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 {
@@ -428,6 +422,9 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 		pr_err("pmidx: index %s: not a b3 root\n", t->idx->name);
 		return -EUCLEAN;
 	}
+	/* a drop resumed at attach: destroy() walks what is left */
+	if (t->pool->alloc.resuming)
+		return 0;
 	c = per_cpu_ptr(t->pcpu, 0);
 	if (rc->clean && le64_to_cpu(r->saved) == 1) {
 		c->keys = le64_to_cpu(r->keys);
@@ -438,8 +435,12 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 	}
 	if (r->saved)
 		pmidx_store64_persist(t->pm, &r->saved, 0);
-	w.page = rc->clean ? NULL : mark_page;
-	w.blob = rc->clean ? look_blob : mark_blob;
+	if (!rc->mark) {
+		t->approx = true;
+		return 0;
+	}
+	w.page = mark_page;
+	w.blob = mark_blob;
 	ret = b3_walk(t, &w);
 	if (ret) {
 		pr_err("pmidx: index %s: b3 recovery: %s\n", t->idx->name,
