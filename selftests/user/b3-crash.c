@@ -20,6 +20,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <linux/crc32.h>
 #include <linux/prandom.h>
 #include <shim/shim.h>
 #include "core/engine.h"
@@ -250,6 +251,171 @@ static void b3_structure(void)
 	ut_img_free(crash, SZ);
 	ut_img_free(img, SZ);
 	free(state);
+}
+
+/* An index's statistic, or ~0 when the engine left it out. */
+static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
+{
+	struct pmidx_stats st = {};
+
+	pmidx_index_stats(idx, &st);
+	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
+}
+
+/*
+ * Review M2: a delete never fails for want of space. Fill a small pool
+ * until puts fail with -ENOSPC, then delete every key (about half of
+ * them copy their page: the reserve page, refilled from the page that
+ * copy retired): every delete succeeds, CHECK passes, space comes back
+ * and can be used again.
+ */
+static void b3_full_pool(void)
+{
+	const u64 sz = 16ULL << 20;
+	void *img = ut_img_alloc(sz);
+	struct pmidx_pool *pool = ut_pool_new(img, sz);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 n, i, j, full_used, keys, cows, *filler = calloc(4096, 8);
+	unsigned int nf;
+	int ret = 0;
+
+	UT_EQ(pmidx_index_create(pool, "full", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < 10000000; n++) {
+		ret = put(idx, n, 0);	/* 8-byte keys and values */
+		if (ret)
+			break;
+	}
+	UT_EQ(ret, -ENOSPC);
+	UT_ASSERT(n > 1000);
+	/* the pool's last pages (a put failed on a key blob), taken */
+	pmidx_epoch_barrier(&pool->epoch);
+	for (nf = 0; nf < 4096; nf++) {
+		filler[nf] = pmidx_alloc_committed(&pool->alloc, B3_PAGE_SIZE);
+		if (!filler[nf])
+			break;
+	}
+	UT_ASSERT(nf < 4096);
+	full_used = ut_stat(pool, PMIDX_STAT_ALLOC_USED_BYTES);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, n);
+	cows = b3_sum(idx).defrags;
+	for (j = 0; j < n; j++) {
+		i = (j * 7919) % n;	/* n is no multiple of 7919 */
+		ret = del(idx, i);
+		if (ret)
+			break;
+	}
+	UT_ASSERT_MSG(!ret, "delete %llu of %llu on a full pool: %d",
+		      (unsigned long long)j, (unsigned long long)n, ret);
+	cows = b3_sum(idx).defrags - cows;
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, 0);
+	pmidx_epoch_barrier(&pool->epoch);
+	ut_note("b3: full pool after %llu puts (%llu KiB used, the last %u pages taken); every key deleted, %llu by a page copy; %llu KiB used after",
+		(unsigned long long)n, (unsigned long long)full_used >> 10, nf,
+		(unsigned long long)cows,
+		(unsigned long long)ut_stat(pool, PMIDX_STAT_ALLOC_USED_BYTES) >> 10);
+	UT_ASSERT(cows > n / 8);
+	UT_ASSERT(ut_stat(pool, PMIDX_STAT_ALLOC_USED_BYTES) < full_used / 2);
+	while (nf--)
+		pmidx_free(&pool->alloc, filler[nf]);
+	free(filler);
+	for (i = 0; i < n / 2; i++)	/* the space is usable again */
+		UT_EQ(put(idx, i, 1), 0);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, n / 2);
+	pmidx_pool_close(pool);
+	ut_img_free(img, sz);
+}
+
+/*
+ * §3.4.1: a crash attach reads no page (no walk), so the counters are
+ * unknown until CHECK counts the keys: STATS leaves KEYS and PM_BYTES
+ * out meanwhile, CHECK never reports a counter mismatch on a healthy
+ * recovered index and sets them, a clean detach before that saves none.
+ */
+static void b3_crash_counts(void)
+{
+	void *img = ut_img_alloc(64ULL << 20), *crash;
+	struct pmidx_pool *pool = ut_pool_new(img, 64ULL << 20), *rec;
+	struct pmidx_index *idx, *ri;
+	const char *why = NULL;
+	u64 i, keys, n = 2000, bytes;
+
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (i = 0; i < n; i++)
+		UT_EQ(put(idx, i, i), 0);	/* blobs among keys and values */
+	UT_EQ(ix_stat(idx, PMIDX_STAT_KEYS), n);
+	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
+	crash = ut_img_dup(img, 64ULL << 20);
+	pmidx_recovery_verify = false;		/* the attach as it really is */
+	rec = ut_pool_open(crash, 64ULL << 20);
+	pmidx_recovery_verify = true;
+	UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
+	ri = pmidx_index_lookup(rec, "c");
+	UT_ASSERT(ri && ri->opened);
+	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), ~0ULL);
+	UT_EQ(ix_stat(ri, PMIDX_STAT_PM_BYTES), ~0ULL);
+	UT_EQ(del(ri, 0), 0);
+	UT_EQ(put(ri, n, n), 0);
+	/* a clean detach now: nothing to save, still unknown after it */
+	pmidx_pool_close(rec);
+	rec = ut_pool_open(crash, 64ULL << 20);
+	ri = pmidx_index_lookup(rec, "c");
+	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), ~0ULL);
+	UT_EQ(ri->ops->check(ri, &keys, &why), 0);
+	UT_EQ(keys, n);
+	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), n);
+	UT_ASSERT(ix_stat(ri, PMIDX_STAT_PM_BYTES) != ~0ULL);
+	ut_note("b3: PM_BYTES %llu before the crash, %llu counted by CHECK after it (1 key more, 1 less)",
+		(unsigned long long)bytes,
+		(unsigned long long)ix_stat(ri, PMIDX_STAT_PM_BYTES));
+	UT_EQ(del(ri, 1), 0);
+	UT_EQ(ri->ops->check(ri, &keys, &why), 0);
+	UT_EQ(keys, n - 1);
+	pmidx_pool_close(rec);
+	rec = ut_pool_open(crash, 64ULL << 20);		/* saved at close */
+	ri = pmidx_index_lookup(rec, "c");
+	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), n - 1);
+	pmidx_pool_close(rec);
+	pmidx_pool_close(pool);
+	ut_img_free(crash, 64ULL << 20);
+	ut_img_free(img, 64ULL << 20);
+}
+
+/*
+ * An index made before committed mode (traced: no PMIDX_INDEX_F_COMMITTED
+ * in its entry) is refused at attach with "re-create the index" (the
+ * core's check_mode(), review P7), and the image is left unchanged.
+ */
+static void b3_traced_refused(void)
+{
+	const u64 sz = 16ULL << 20;
+	void *img = ut_img_alloc(sz), *copy;
+	struct pmidx_pool *pool = ut_pool_new(img, sz);
+	struct pmidx_index_entry *e;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 eoff;
+
+	UT_EQ(pmidx_index_create(pool, "old", PMIDX_ENGINE_B3, &idx, &why), 0);
+	UT_EQ(put(idx, 1, 1), 0);
+	eoff = (u8 *)&pool->itable[idx->id % PMIDX_MAX_INDEXES] - (u8 *)pool->pm.base;
+	pmidx_pool_close(pool);
+	e = (struct pmidx_index_entry *)((u8 *)img + eoff);
+	UT_EQ(le32_to_cpu(e->flags), PMIDX_INDEX_F_COMMITTED);
+	e->flags = 0;		/* as a traced-mode module made it */
+	e->crc = cpu_to_le32(~__crc32c_le(~0U, (const u8 *)e,
+					  offsetof(struct pmidx_index_entry, crc)));
+	copy = ut_img_dup(img, sz);
+	pool = pmidx_pool_open(img, sz, false, &why);
+	UT_ASSERT(IS_ERR(pool));
+	UT_EQ(PTR_ERR(pool), -EUCLEAN);
+	UT_ASSERT_MSG(why && strstr(why, "re-create the index"), "why: %s", why);
+	UT_ASSERT(!memcmp(img, copy, sz));
+	ut_img_free(copy, sz);
+	ut_img_free(img, sz);
 }
 
 /* §3.2.1: a new key costs 2 flushes, the node and the commit word */
@@ -607,6 +773,7 @@ static unsigned long repaired;	/* crash images whose writers repaired */
 struct wl_arg {
 	u64		seed;
 	unsigned int	ops;
+	bool		drop;	/* drop the index at the end (resumed at attach) */
 };
 
 static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
@@ -651,6 +818,13 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 			if (!idx || !idx->opened)
 				return -EIO;
 		}
+	}
+	if (a->drop) {
+		/* a crash in the drop: the attach finishes it (index_table.c) */
+		op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "drop", NULL, 0, 0);
+		if (pmidx_index_drop(pool, "kv", &why))
+			return -EIO;
+		crashsim_op_ack(cs, op);
 	}
 	pmidx_pool_close(pool);
 	return 0;
@@ -867,7 +1041,9 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 	}
 	idx = pmidx_index_lookup(pool, "kv");
 	if (!idx) {
-		if (crashsim_note_acked(cs, "create"))
+		if (crashsim_note_started(cs, "drop"))	/* nothing left */
+			crashsim_check_pool(cs, pool, 0);
+		else if (crashsim_note_acked(cs, "create"))
 			crashsim_fail(cs, "acknowledged index lost");
 		return 0;
 	}
@@ -905,9 +1081,9 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 static unsigned int samples = 400;
 
 /* @all: every crash point (unless PMIDX_CRASH_SAMPLES says otherwise) */
-static void run(const char *name, unsigned int ops, bool all)
+static void run(const char *name, unsigned int ops, bool all, bool drop)
 {
-	struct wl_arg arg = { .seed = ut_seed, .ops = ops };
+	struct wl_arg arg = { .seed = ut_seed, .ops = ops, .drop = drop };
 	struct crashsim_workload wl = {
 		.name = name, .run = wl_b3, .check = check_image, .arg = &arg,
 	};
@@ -947,17 +1123,20 @@ static void run(const char *name, unsigned int ops, bool all)
 
 static void b3_crash_smo(void)
 {
-	run("b3_crash_smo", 1200, false);
+	run("b3_crash_smo", 1200, false, true);
 }
 
 /* H1: every crash point of a shorter history, each leftover provoked */
 static void b3_crash_leftover_smo(void)
 {
-	run("b3_crash_leftover_smo", 600, true);
+	run("b3_crash_leftover_smo", 600, true, false);
 }
 
 static const struct ut_test tests[] = {
 	UT_TEST(b3_flushes),
+	UT_TEST(b3_full_pool),
+	UT_TEST(b3_crash_counts),
+	UT_TEST(b3_traced_refused),
 	UT_TEST(b3_structure),
 	UT_TEST(b3_left_missing),
 	UT_TEST(b3_dead_leaf),

@@ -677,7 +677,9 @@ static void b3_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, sum.ops_put);
 	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, sum.ops_del);
 	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, sum.ops_scan);
-	if (!READ_ONCE(t->approx))
+	if (READ_ONCE(t->approx))	/* not the core's root-only figure */
+		s->have &= ~BIT_ULL(PMIDX_STAT_PM_BYTES);
+	else
 		pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, PMIDX_INDEX_ROOT_SIZE +
 			       max_t(s64, sum.pages, 0) * B3_PAGE_SIZE +
 			       max_t(s64, sum.blob_bytes, 0));

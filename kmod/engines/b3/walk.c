@@ -418,6 +418,7 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 		memset(r, 0, sizeof(*r));
 		r->magic = cpu_to_le64(B3_ROOT_MAGIC);
 		pmidx_persist(t->pm, r, sizeof(*r));
+		return 0;	/* a new index: the counters are 0 */
 	} else if (le64_to_cpu(r->magic) != B3_ROOT_MAGIC) {
 		pr_err("pmidx: index %s: not a b3 root\n", t->idx->name);
 		return -EUCLEAN;
