@@ -427,7 +427,8 @@ static void b3_flushes(void)
 	struct pmidx_pmem_stats a, b;
 	const char *why = NULL;
 	u64 i, n = 20000;
-	u8 k[8], v[8] = { 1 };
+	u8 k[8], v[8] = { 1 }, bv[100] = { 2 };
+	int r;
 
 	UT_EQ(pmidx_index_create(pool, "f", PMIDX_ENGINE_B3, &idx, &why), 0);
 	UT_EQ(idx->ops->put(idx, (const u8 *)"\0\0\0\0\0\0\0\0", 8, v, 8, 0), 0);
@@ -447,6 +448,24 @@ static void b3_flushes(void)
 	ut_note("b3: 8-byte keys/values: %.2f flushes, %.2f fences per insert over %llu random inserts (splits included)",
 		(double)(b.flushes - a.flushes) / n, (double)(b.fences - a.fences) / n,
 		(unsigned long long)n);
+	/* blob values (100 bytes): insert, update (in place), delete */
+	for (r = 0; r < 3; r++) {
+		pmidx_pmem_sum_stats(&pool->pm, &a);
+		for (i = 0; i < n; i++) {
+			u64 be = cpu_to_be64(i * 0x9e3779b97f4a7c15ULL + 1);
+
+			memcpy(k, &be, 8);
+			if (r < 2)
+				UT_EQ(idx->ops->put(idx, k, 8, bv, sizeof(bv), 0), 0);
+			else
+				UT_EQ(idx->ops->del(idx, k, 8), 0);
+		}
+		pmidx_pmem_sum_stats(&pool->pm, &b);
+		ut_note("b3: 100-byte values, %s: %.2f flushes, %.2f fences per op over %llu ops",
+			r == 0 ? "insert" : r == 1 ? "update" : "delete",
+			(double)(b.flushes - a.flushes) / n,
+			(double)(b.fences - a.fences) / n, (unsigned long long)n);
+	}
 	pmidx_pool_close(pool);
 	ut_img_free(img, 64ULL << 20);
 }
