@@ -28,6 +28,13 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	 */
 	[PMIDX_ENGINE_B3]	= &pmidx_b3_ops,
 #endif
+#ifdef CONFIG_PMIDX_LODGE
+	/*
+	 * New (issue 13): served by the userspace build and by a module
+	 * built with CONFIG_PMIDX_LODGE=y until it has had its review.
+	 */
+	[PMIDX_ENGINE_LODGE]	= &pmidx_lodge_ops,
+#endif
 };
 
 /* Return: the engine's operations, or NULL when it is not built in. */
