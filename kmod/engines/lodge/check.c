@@ -57,6 +57,13 @@ static int check_leaf(struct ck *c, struct lodge_lin *x, int li)
 	if ((off & 255) || !pmidx_alloc_valid(&t->pool->alloc, off, t->leaf_size))
 		return fail(c, "leaf offset outside the pool");
 	l = lodge_leaf_ptr(t, off);
+	k = lodge_leaf_fence(t, l, &len);
+	if (li || c->nleaves) {
+		if (!lo || !k || lodge_kcmp(lo, k, len))
+			return fail(c, "leaf fence differs from the index");
+	} else if (k) {
+		return fail(c, "head leaf has a fence");
+	}
 	bits = le64_to_cpu(l->bitmap);
 	if (bits & ~(lodge_bitmap_mask(t) | LODGE_USE_BIT))
 		return fail(c, "leaf bitmap beyond its slots");
@@ -205,10 +212,10 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		n -= !!t->dir->slot[i];
 	if (!ret && n)
 		ret = fail(&c, "directory names logs nobody knows");
-	up_write(&t->tree);
-	*keys = c.keys;
 	if (!ret && (s64)c.keys != lodge_sum_keys(t))
 		ret = fail(&c, "key counter differs from the structure");
+	up_write(&t->tree);
+	*keys = c.keys;
 	*why = c.why;
 	return ret;
 }

@@ -31,6 +31,10 @@
  *   vind:   bit i: slot i's value word is a blob offset (value not 8 bytes)
  *   kind and vind bits of a slot are written while the slot is free and
  *   persisted before the bitmap store that makes it live.
+ *   fence, flen: the leaf's low fence (the split key that made it), fixed
+ *           for its life: inline when flen <= 8, else a blob the leaf
+ *           owns; flen 0 for the head. Recovery needs the exact ranges
+ *           the leaves' ts were kept for, not the keys they happen to hold.
  *
  * Log (§III-D): a directory object (64-byte header, then slots holding
  * the pool offset of a live log, 0 when empty) and fixed-size logs. A
@@ -87,7 +91,8 @@ struct lodge_leaf {
 	__le64			next[2];
 	__le64			kind;
 	__le64			vind;
-	__le64			reserved[2];
+	__le64			fence;
+	__le64			flen;
 	struct lodge_pslot	slot[];
 };
 

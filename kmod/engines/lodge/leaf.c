@@ -190,6 +190,35 @@ static int put_item(struct lodge *t, struct lodge_wr *wr, struct lodge_leaf *l,
 	return 0;
 }
 
+/* A new leaf's low fence: the first key of its piece. */
+static int set_fence(struct lodge *t, struct lodge_wr *wr, struct lodge_leaf *l,
+		     struct lodge_item *it)
+{
+	u64 w = 0, off;
+	int ret;
+
+	if (it->klen <= 8) {
+		memcpy(&w, it->k, it->klen);
+	} else {
+		ret = wr_blob(t, wr, it->k, it->klen, &off);
+		if (ret)
+			return ret;
+		w = (__force u64)cpu_to_le64(off);
+	}
+	l->fence = (__force __le64)w;
+	l->flen = cpu_to_le64(it->klen);
+	return 0;
+}
+
+/* The low fence of @l (NULL, *len 0: the head's). */
+const u8 *lodge_leaf_fence(struct lodge *t, struct lodge_leaf *l, u32 *len)
+{
+	*len = ld64(&l->flen);
+	if (*len <= 8)
+		return *len ? (const u8 *)&l->fence : NULL;
+	return pmidx_blob_data(t->pool, ld64(&l->fence), len);
+}
+
 /**
  * lodge_leaf_commit - merge, or split, the final KVs of one leaf's range
  * @loff:  the leaf
@@ -250,7 +279,9 @@ int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 		nl->next[1] = 0;
 		nl->kind = cpu_to_le64(nk);
 		nl->vind = cpu_to_le64(nv);
-		memset(nl->reserved, 0, sizeof(nl->reserved));
+		ret = set_fence(t, &wr, nl, &it[keep + c * per]);
+		if (ret)
+			goto fail;
 		pmidx_flush(t->pm, nl, LODGE_LEAF_HDR + cnt * 16);
 		next = newl[c];
 	}
@@ -341,6 +372,8 @@ void lodge_leaf_unlink(struct lodge *t, u64 prev, u64 loff)
 	WRITE_ONCE(p->next[!use], cpu_to_le64(lodge_leaf_next(l)));
 	WRITE_ONCE(p->bitmap, cpu_to_le64(old ^ LODGE_USE_BIT));
 	pmidx_persist(t->pm, p, LODGE_LEAF_HDR);
+	if (ld64(&l->flen) > 8)
+		blob_free(t, ld64(&l->fence));
 	pmidx_free(&t->pool->alloc, loff);
 	atomic64_dec(&t->nleaves);
 }

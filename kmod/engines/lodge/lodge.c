@@ -675,6 +675,9 @@ static void lodge_destroy(struct pmidx_index *idx)
 			next = lodge_leaf_next(l);
 			lodge_leaf_free_blobs(t, l, le64_to_cpu(l->bitmap) &
 					      lodge_bitmap_mask(t));
+			if (le64_to_cpu(l->flen) > 8)
+				pmidx_free(&t->pool->alloc,
+					   le64_to_cpu(l->fence));
 			pmidx_free(&t->pool->alloc, off);
 		}
 		lodge_log_free_all(t, true);

@@ -260,6 +260,7 @@ void lodge_leaf_unlink(struct lodge *t, u64 prev, u64 loff);
 u64 lodge_leaf_new_head(struct lodge *t);
 void lodge_leaf_free_blobs(struct lodge *t, struct lodge_leaf *l, u64 bits);
 u64 lodge_leaf_next(struct lodge_leaf *l);
+const u8 *lodge_leaf_fence(struct lodge *t, struct lodge_leaf *l, u32 *len);
 
 /* lin.c */
 struct lodge_lin *lodge_lin_alloc(struct lodge *t, u32 cap, gfp_t gfp);

@@ -3,8 +3,8 @@
  * Open (the paper has no recovery; this is ours, README "Recovery"):
  *  1. walk the leaf list from the head (next[use]), checking every offset
  *     before it is read; with a trace, mark each leaf and its blobs. The
- *     fence of a leaf is its smallest key (an empty leaf takes the next
- *     non-empty leaf's, or a key above every key when none follows);
+ *     fence of a leaf is the one it stores (its split key: the exact
+ *     range its ts speaks for);
  *  2. read every log the directory names, record by record until one
  *     fails its version or crc;
  *  3. sort the records by key, then sequence; per key only the newest
@@ -161,8 +161,15 @@ static int walk_leaves(struct rstate *rs)
 			.ts = le64_to_cpu(l->ts) & LODGE_TS_MASK,
 			.cnt = hweight64(le64_to_cpu(l->bitmap) &
 					 lodge_bitmap_mask(t)) };
-		if (mk && rs->nl) {
-			rs->lv[rs->nl].fence = lodge_key_new(mk, mlen, GFP_KERNEL);
+		len = le64_to_cpu(l->flen);
+		if (len > 8 && !blob_ok(rs, le64_to_cpu(l->fence)))
+			return bad(rs, "bad fence blob");
+		k = lodge_leaf_fence(t, l, &len);
+		if (!rs->nl != !k || len > PMIDX_KEY_MAX ||
+		    (mk && k && pmidx_key_cmp(k, len, mk, mlen) > 0))
+			return bad(rs, "bad leaf fence");
+		if (k) {
+			rs->lv[rs->nl].fence = lodge_key_new(k, len, GFP_KERNEL);
 			if (!rs->lv[rs->nl].fence)
 				return -ENOMEM;
 		}
@@ -174,28 +181,15 @@ static int walk_leaves(struct rstate *rs)
 	return 0;
 }
 
-/* Fences for empty leaves; keys must be in order along the list. */
+/* Fences strictly ascending along the list. */
 static int fix_fences(struct rstate *rs)
 {
-	static const u8 top[PMIDX_KEY_MAX + 1] = { [0 ... PMIDX_KEY_MAX] = 0xff };
-	struct lodge_key *next = NULL;
 	size_t i;
 
-	for (i = rs->nl; i-- > 1;) {
-		if (rs->lv[i].fence) {
-			if (next && lodge_kcmp(rs->lv[i].fence, next->b,
-					       next->len) > 0)
-				return bad(rs, "leaf list out of key order");
-			next = rs->lv[i].fence;
-			continue;
-		}
-		rs->lv[i].fence = next ? lodge_key_new(next->b, next->len,
-						       GFP_KERNEL)
-				       : lodge_key_new(top, sizeof(top),
-						       GFP_KERNEL);
-		if (!rs->lv[i].fence)
-			return -ENOMEM;
-	}
+	for (i = 2; i < rs->nl; i++)
+		if (lodge_kcmp(rs->lv[i - 1].fence, rs->lv[i].fence->b,
+			       rs->lv[i].fence->len) >= 0)
+			return bad(rs, "leaf list out of key order");
 	return 0;
 }
 
