@@ -33,7 +33,7 @@ static int fail(struct ck *c, const char *why)
 	return -EUCLEAN;
 }
 
-static bool in_range(const struct lodge_key *lo, const struct lodge_key *hi,
+static bool key_in(const struct lodge_key *lo, const struct lodge_key *hi,
 		     const u8 *k, u32 len)
 {
 	if (lo && lodge_kcmp(lo, k, len) > 0)
@@ -83,7 +83,7 @@ static int check_leaf(struct ck *c, struct lodge_lin *x, int li)
 				       le64_to_cpu(l->slot[s].val), 8))
 			return fail(c, "value blob outside the pool");
 		k = lodge_slot_key(t, l, s, &len);
-		if (!in_range(lo, hi, k, len))
+		if (!key_in(lo, hi, k, len))
 			return fail(c, "leaf key outside its fences");
 		for (s2 = s + 1; s2 < t->slots; s2++) {
 			if (!(le64_to_cpu(l->bitmap) & BIT_ULL(s2)))
@@ -114,7 +114,7 @@ static int check_lin(struct lodge *t, struct lodge_lin *x, void *ctx)
 	c->first = false;
 	c->prev_hi = x->hi;
 	for (i = 1; i < x->nidx; i++) {
-		if (!in_range(x->lo, x->hi, x->slot[i].key->b,
+		if (!key_in(x->lo, x->hi, x->slot[i].key->b,
 			      x->slot[i].key->len))
 			return fail(c, "fence outside its node");
 		if (i > 1 && lodge_kcmp(x->slot[i - 1].key, x->slot[i].key->b,
@@ -137,7 +137,7 @@ static int check_lin(struct lodge *t, struct lodge_lin *x, void *ctx)
 		if (li >= x->nidx || li != lodge_lin_leaf(x, b->key->b,
 							  b->key->len))
 			return fail(c, "buffered KV aimed at the wrong leaf");
-		if (!in_range(x->lo, x->hi, b->key->b, b->key->len))
+		if (!key_in(x->lo, x->hi, b->key->b, b->key->len))
 			return fail(c, "buffered KV outside its node");
 		if (lodge_buf_find(x, b->key->b, b->key->len) != j)
 			return fail(c, "a key twice in a buffer");
