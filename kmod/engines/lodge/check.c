@@ -129,6 +129,7 @@ static int check_lin(struct lodge *t, struct lodge_lin *x, void *ctx)
 	for (j = x->nidx; j < x->nidx + x->nbuf; j++) {
 		struct lodge_slot *b = &x->slot[j];
 		int li = x->leaf_count[j];
+		struct lodge_rec *r;
 		struct lodge_leaf *l;
 		const u8 *rk;
 		u32 rlen;
@@ -142,7 +143,9 @@ static int check_lin(struct lodge *t, struct lodge_lin *x, void *ctx)
 		if (lodge_buf_find(x, b->key->b, b->key->len) != j)
 			return fail(c, "a key twice in a buffer");
 		rk = lodge_rec_key(t, b->rec, &rlen);
-		if (rlen != b->key->len || memcmp(rk, b->key->b, rlen))
+		r = pmidx_ptr(t->pm, b->rec);
+		if (rlen != b->key->len || memcmp(rk, b->key->b, rlen) ||
+		    b->seq != (le64_to_cpu(r->seqfl) & LODGE_TS_MASK))
 			return fail(c, "buffered KV and its record differ");
 		l = lodge_leaf_ptr(t, x->slot[li].w);
 		in = lodge_leaf_find(t, l, b->key->b, b->key->len) >= 0;

@@ -129,6 +129,29 @@ static int wr_blob(struct lodge *t, struct lodge_wr *wr, const void *p,
 }
 
 /*
+ * A buffered value moves from its log record to a blob. The record is
+ * user data in pmem, so it is copied machine-check safe, through a DRAM
+ * bounce (the blob is then written with ordinary, traced stores), and
+ * the key length comes from DRAM, not from the record's header: a
+ * poisoned record fails the flush with -EIO and nothing changes; the key
+ * keeps answering -EIO until it is written again (README, media errors).
+ */
+static int wr_blob_rec(struct lodge *t, struct lodge_wr *wr,
+		       struct lodge_slot *b, u64 *off)
+{
+	u8 *buf = kmalloc(b->vlen, GFP_ATOMIC);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = lodge_rec_value(t, b, NULL, buf);
+	if (!ret)
+		ret = wr_blob(t, wr, buf, b->vlen, off);
+	kfree(buf);
+	return ret;
+}
+
+/*
  * Write item @it into slot @s of @l (a free slot, or a slot of a leaf
  * not yet reachable); @src is the leaf holding it->lslot. Sets the kind
  * and vind bits in @kind and @vind; @keepk, @keepv: the old slots whose blobs
@@ -175,9 +198,7 @@ static int put_item(struct lodge *t, struct lodge_wr *wr, struct lodge_leaf *l,
 				return ret;
 			vw = (__force u64)cpu_to_le64(off);
 		} else {
-			struct lodge_rec *r = pmidx_ptr(t->pm, b->rec);
-
-			ret = wr_blob(t, wr, r->data + r->klen, b->vlen, &off);
+			ret = wr_blob_rec(t, wr, b, &off);
 			if (ret)
 				return ret;
 			vw = (__force u64)cpu_to_le64(off);

@@ -98,13 +98,6 @@ void lodge_buf_remove(struct lodge *t, struct lodge_lin *x, int j)
 	x->nbuf--;
 }
 
-static u64 rec_seq(struct lodge *t, u64 rec)
-{
-	struct lodge_rec *r = pmidx_ptr(t->pm, rec);
-
-	return le64_to_cpu(r->seqfl) & LODGE_TS_MASK;
-}
-
 static void item_sort(struct lodge_item *it, unsigned int n)
 {
 	unsigned int i, j;
@@ -216,7 +209,7 @@ static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
 		if (x->leaf_count[j] != li)
 			continue;
 		g[ng++] = j;
-		ts = max(ts, rec_seq(t, b->rec));
+		ts = max(ts, b->seq);
 		for (i = 0; i < n; i++)
 			if (it[i].klen == bk->len &&
 			    !memcmp(it[i].k, bk->b, bk->len))
@@ -309,6 +302,25 @@ out:
 	kfree(g);
 	kfree(it);
 	return ret;
+}
+
+/*
+ * Leaf @li lost its last key to a direct delete (lodge.c): unlink and
+ * free it now when neither it nor its left neighbour has a buffered
+ * write (lodge_leaf_unlink()'s rule); else the flush of its buffered
+ * writes does it. The head leaf (slot 0 of the first node) stays.
+ */
+void lodge_lin_emptied(struct lodge *t, struct lodge_lin *x, int li)
+{
+	struct lodge_leaf *l = lodge_leaf_ptr(t, x->slot[li].w);
+
+	if (li == 0 || (le64_to_cpu(READ_ONCE(l->bitmap)) &
+			lodge_bitmap_mask(t)) ||
+	    targeted(x, li) || targeted(x, li - 1))
+		return;
+	lodge_leaf_unlink(t, x->slot[li - 1].w, x->slot[li].w);
+	index_remove(x, li);
+	lodge_stat_inc(t, merges);
 }
 
 static unsigned int puts_for(struct lodge_lin *x, int li)

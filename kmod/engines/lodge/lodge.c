@@ -180,8 +180,8 @@ static int lodge_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 			if (b->vlen <= 8)
 				memcpy(val, &b->w, b->vlen);
 			else
-				ret = lodge_rec_value(t, b->rec, klen, val,
-						      b->vlen);
+				ret = lodge_rec_value(t, b, x->buf_ver[j],
+						      val);
 		}
 		*vlen = b->vlen;
 		goto unlock;
@@ -210,6 +210,7 @@ static void drain(struct lodge *t)
 	if (!mutex_trylock(&t->drain))
 		return;
 	cut = lodge_log_cut(t, READ_ONCE(t->nlogs) / 2);
+	lodge_stat_inc(t, drains);
 	cur = kmalloc(PMIDX_KEY_MAX + 1, GFP_KERNEL);
 	down_read(&t->tree);
 	for (x = lodge_find(t, NULL, 0); cur && cut;) {
@@ -239,7 +240,7 @@ static int lodge_write(struct lodge *t, const u8 *k, u32 klen, const u8 *v,
 	struct lodge_lin *x;
 	bool exists;
 	int j, li, s, ret;
-	u64 rec;
+	u64 rec, seq;
 
 	kc = lodge_key_new(k, klen, GFP_KERNEL);
 	if (!kc)
@@ -271,6 +272,7 @@ again:
 		ret = lodge_leaf_delete(t, x->slot[li].w, s);
 		x->leaf_count[li]--;
 		this_cpu_dec(t->st->keys);
+		lodge_lin_emptied(t, x, li);
 		goto unlock;
 	}
 	while (j < 0 && x->nidx + x->nbuf >= x->cap) {
@@ -288,7 +290,7 @@ again:
 			goto unlock;
 	}
 	ret = lodge_log_append(t, tomb ? LODGE_R_TOMB : 0, k, klen, v, vlen,
-			       &vl, &rec);
+			       &vl, &rec, &seq);
 	if (ret)
 		goto unlock;
 	if (j >= 0) {
@@ -306,6 +308,7 @@ again:
 	if (vlen <= 8)
 		memcpy(&b->w, v, vlen);
 	b->rec = rec;
+	b->seq = seq;
 	b->vlen = vlen;
 	b->flags = tomb ? LODGE_B_TOMB : 0;
 	x->buf_ver[j] = vl;
@@ -421,9 +424,8 @@ static int scan_leaf(struct lodge *t, struct lodge_lin *x, int li,
 			if (vlen <= 8)
 				memcpy(st->val, &it->b->w, vlen);
 			else
-				ret = lodge_rec_value(t, it->b->rec,
-						      it->b->key->len,
-						      st->val, vlen);
+				ret = lodge_rec_value(t, it->b,
+					x->buf_ver[it->b - x->slot], st->val);
 		} else {
 			ret = lodge_leaf_value(t, l, it->lslot, st->val,
 					       PMIDX_VALUE_MAX, &vlen);

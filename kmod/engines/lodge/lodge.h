@@ -89,6 +89,7 @@ struct lodge_vlog {
 	u32			used;	/* appended bytes (partition lock) */
 	u32			slot;	/* directory slot */
 	atomic_t		valid;
+	bool			bad;	/* a read of it hit poison (pvl.c) */
 };
 
 struct lodge_part {
@@ -101,12 +102,15 @@ struct lodge_part {
  * (NULL in slot 0: the node's own low bound), @w the leaf's pool offset.
  * Buffer part: @key the buffered key, @w the value when @vlen <= 8 (its
  * bytes, zero padded), @rec the pool offset of the log record holding
- * it, @flags LODGE_B_*.
+ * it, @seq the record's sequence, @flags LODGE_B_*. Everything but a
+ * value over 8 bytes is in DRAM: the record is user data in pmem and is
+ * only ever read machine-check safe (its value, by get, scan and flush).
  */
 struct lodge_slot {
 	struct lodge_key	*key;
 	u64			w;
 	u64			rec;
+	u64			seq;
 	u32			vlen;
 	u32			flags;
 };
@@ -145,10 +149,19 @@ struct lodge_inode {
 	void			*child[LODGE_CAP_MAX + 1];
 };
 
+/*
+ * Per-CPU counters (stats, and the structure tests of lodge-crash.c):
+ * @pieces[n] node splits into n pieces, @capped those whose M the
+ * parent's free slots bounded (Formula 1), @log_frees logs freed,
+ * @log_frees_ooo those that were not the oldest live one, @drains runs
+ * of the oldest-half flush (lodge.c drain()).
+ */
 struct lodge_pcpu {
 	u64	get, put, del, scan;
 	u64	buffer_hits, flushes, leaf_writes, leaf_splits, lin_splits;
 	u64	log_bytes, merges;
+	u64	pieces[LODGE_MSPLIT_MAX + 1], capped;
+	u64	log_frees, log_frees_ooo, drains;
 	s64	keys;
 };
 
@@ -230,13 +243,15 @@ extern bool lodge_multi_split;
 
 /* pvl.c */
 int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
-		     const u8 *v, u32 vlen, struct lodge_vlog **vl, u64 *rec);
+		     const u8 *v, u32 vlen, struct lodge_vlog **vl, u64 *rec,
+		     u64 *seq);
 void lodge_log_put(struct lodge *t, struct lodge_vlog *v);
 u64 lodge_log_cut(struct lodge *t, u32 skip);
 void lodge_log_seal_all(struct lodge *t);
 void lodge_log_free_all(struct lodge *t, bool persist);
 const u8 *lodge_rec_key(struct lodge *t, u64 rec, u32 *klen);
-int lodge_rec_value(struct lodge *t, u64 rec, u32 klen, u8 *dst, u32 len);
+int lodge_rec_value(struct lodge *t, const struct lodge_slot *b,
+		    struct lodge_vlog *v, u8 *dst);
 
 /* leaf.c */
 struct lodge_item {
@@ -268,6 +283,7 @@ void lodge_lin_free(struct lodge_lin *x, bool keys);
 int lodge_lin_leaf(struct lodge_lin *x, const u8 *k, u32 klen);
 int lodge_buf_find(struct lodge_lin *x, const u8 *k, u32 klen);
 void lodge_buf_remove(struct lodge *t, struct lodge_lin *x, int j);
+void lodge_lin_emptied(struct lodge *t, struct lodge_lin *x, int li);
 int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut);
 int lodge_flush_all(struct lodge *t, struct lodge_lin *x, u64 cut);
 

@@ -79,6 +79,9 @@ void lodge_log_put(struct lodge *t, struct lodge_vlog *v)
 	if (!atomic_dec_and_test(&v->valid))
 		return;
 	spin_lock(&t->log_lock);
+	lodge_stat_inc(t, log_frees);
+	if (t->logs.next != &v->node)
+		lodge_stat_inc(t, log_frees_ooo);
 	/* unnamed on media first: recovery must not read a freed object */
 	pmidx_store64_persist(t->pm, &t->dir->slot[v->slot], 0);
 	clear_bit(v->slot, t->dir_map);
@@ -86,14 +89,22 @@ void lodge_log_put(struct lodge *t, struct lodge_vlog *v)
 	t->nlogs--;
 	atomic64_sub(v->size, &t->log_bytes_live);
 	spin_unlock(&t->log_lock);
-	pmidx_free(&t->pool->alloc, v->off);
+	/*
+	 * Poison stays in the media when the object is written again (only
+	 * the driver's clear-error path removes it), so a log that answered
+	 * a media error is left unnamed and unfreed: a traced attach (after
+	 * a crash) finds it unreachable and frees it.
+	 */
+	if (!READ_ONCE(v->bad))
+		pmidx_free(&t->pool->alloc, v->off);
 	kfree(v);
 }
 
 /*
  * lodge_log_append - append one record to this CPU's partition
- * @vl, @rec: out: the log holding the record (one reference taken for
- *            the buffer slot that will hold it) and the record's offset
+ * @vl, @rec, @seq: out: the log holding the record (one reference taken
+ *            for the buffer slot that will hold it), the record's offset
+ *            and its sequence
  *
  * The record is durable on return. Its sequence is the next of @seq:
  * the caller holds the lock of the node the key belongs to.
@@ -101,7 +112,8 @@ void lodge_log_put(struct lodge *t, struct lodge_vlog *v)
  * Return: 0, -ENOMEM or -ENOSPC (nothing appended).
  */
 int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
-		     const u8 *val, u32 vlen, struct lodge_vlog **vl, u64 *rec)
+		     const u8 *val, u32 vlen, struct lodge_vlog **vl, u64 *rec,
+		     u64 *seqp)
 {
 	struct lodge_part *p;
 	struct lodge_vlog *v, *old = NULL;
@@ -113,7 +125,8 @@ int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
 	p = this_cpu_ptr(t->parts);
 	spin_lock(&p->lock);
 	v = p->cur;
-	if (!v || v->used + size > v->size) {
+	/* a bad log takes no more records: they could share the poison */
+	if (!v || v->used + size > v->size || READ_ONCE(v->bad)) {
 		u32 lsz = max_t(u32, t->log_size, LODGE_LOG_HDR + size);
 
 		spin_lock(&t->log_lock);
@@ -141,6 +154,7 @@ int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
 	memcpy(r, &hdr, sizeof(hdr));
 	pmidx_persist(t->pm, r, size);
 	*rec = v->off + v->used;
+	*seqp = seq;
 	v->used += size;
 	atomic_inc(&v->valid);
 	*vl = v;
@@ -161,12 +175,23 @@ const u8 *lodge_rec_key(struct lodge *t, u64 rec, u32 *klen)
 	return r->data;
 }
 
-/* Copy a buffered value out of its record (machine-check safe). */
-int lodge_rec_value(struct lodge *t, u64 rec, u32 klen, u8 *dst, u32 len)
+/*
+ * Copy a buffered value (over 8 bytes) out of its record, machine-check
+ * safe; where it lies comes from DRAM (@b), nothing of the record is
+ * loaded in place. A media error marks the log (@v, pinned by @b's
+ * reference) bad: its object is not reused while attached.
+ * Return: 0 or -EIO for this record alone.
+ */
+int lodge_rec_value(struct lodge *t, const struct lodge_slot *b,
+		    struct lodge_vlog *v, u8 *dst)
 {
-	struct lodge_rec *r = pmidx_ptr(t->pm, rec);
+	int ret = pmidx_read_data(t->pm, dst, pmidx_ptr(t->pm, b->rec +
+				  sizeof(struct lodge_rec) + b->key->len),
+				  b->vlen);
 
-	return pmidx_read_data(t->pm, dst, r->data + klen, len);
+	if (ret && v)
+		WRITE_ONCE(v->bad, true);
+	return ret;
 }
 
 /*

@@ -382,6 +382,7 @@ static int build(struct rstate *rs)
 			if (rr->vlen <= 8)
 				memcpy(&b->w, rr->k + rr->klen, rr->vlen);
 			b->rec = rr->off;
+			b->seq = rr->seq;
 			b->vlen = rr->vlen;
 			b->flags = rr->flags & LODGE_R_TOMB ? LODGE_B_TOMB : 0;
 			x->buf_ver[x->nidx + x->nbuf] = rr->v;

@@ -162,7 +162,7 @@ static struct lodge_key *key_dup(const struct lodge_key *k)
 
 /* How many pieces (§III-C, Formula 1) */
 static unsigned int split_pieces(struct lodge *t, struct lodge_lin *x,
-				 unsigned int xfree)
+				 unsigned int xfree, bool *capped)
 {
 	u64 now = atomic64_read(&t->seq);
 	u64 lp = x->ls - x->ps, nl = now - x->ls;
@@ -177,6 +177,7 @@ static unsigned int split_pieces(struct lodge *t, struct lodge_lin *x,
 	m = clamp_t(unsigned int, m, 2, LODGE_MSPLIT_MAX);
 	if (m <= xfree)
 		return m;
+	*capped = true;
 	return xfree > 1 ? xfree : 2;
 }
 
@@ -195,6 +196,7 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 	unsigned int n, p, b, e, j, xfree, nb, cap;
 	struct lodge_stash *st;
 	struct lodge_path path;
+	bool capped = false;
 	int ret = -ENOMEM;
 
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
@@ -210,7 +212,8 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 		return 0;
 	}
 	xfree = t->height ? t->cap - path.n[1]->count : t->cap - 1;
-	n = x->nidx < 2 ? 1 : min_t(unsigned int, split_pieces(t, x, xfree),
+	n = x->nidx < 2 ? 1 : min_t(unsigned int,
+				    split_pieces(t, x, xfree, &capped),
 				    x->nidx);
 	memset(y, 0, sizeof(y));
 	for (p = 0; p < n; p++) {
@@ -282,6 +285,9 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 	lodge_lin_free(x, false);
 	atomic64_dec(&t->nlins);
 	lodge_stat_inc(t, lin_splits);
+	lodge_stat_inc(t, pieces[n]);
+	if (capped)
+		lodge_stat_inc(t, capped);
 	up_write(&t->tree);
 	stash_free(st);
 	kfree(st);
