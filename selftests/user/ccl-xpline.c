@@ -10,13 +10,13 @@
  * measured phase is observed; the XPBuffer is drained at its end. The
  * ccl GC thread runs as in the kernel (ccl_th_log, default 20 %).
  *
- *   ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]
+ *   ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]
  *              [--dist LIST] [--theta T] [--warm W] [--ops N]
  *              [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]
  *              [--json FILE]
  *   ccl-xpline W [N]                  (the earlier form: --dist new)
  *
- *   --engine all   utree, b3, ccl with each --nbatch (default 1,2,3,4,5), and
+ *   --engine all   utree, b3, lodge, ccl with each --nbatch (default 1,2,3,4,5), and
  *                  ccl with the naive GC at the default N_batch (2)
  *   --engine ccl   ccl with each --nbatch (default 2); --naive: naive GC
  *   --dist         comma list of: uniform (upserts, items uniform over
@@ -216,7 +216,7 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]\n"
+	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]\n"
 		"                  [--dist uniform,zipf,new] [--theta T] [--warm W] [--ops N]\n"
 		"                  [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]\n"
 		"                  [--json FILE]\n"
@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 		c.keyspace = c.warm;
 	if (!c.ops || !c.keyspace || !(c.theta >= 0 && c.theta < 1) ||
 	    (strcmp(engine, "all") && strcmp(engine, "ccl") && strcmp(engine, "utree") &&
-	     strcmp(engine, "b3")))
+	     strcmp(engine, "b3") && strcmp(engine, "lodge")))
 		usage();
 	if (!c.pool_size) {		/* generous: utree needs ~150 B a key */
 		c.pool_size = (c.warm + c.ops) * 1024;
@@ -338,7 +338,11 @@ int main(int argc, char **argv)
 		if (!strcmp(engine, "all") || !strcmp(engine, "b3"))
 			if (run(&c, d, PMIDX_ENGINE_B3, 0, false))
 				return 1;
-		if (!strcmp(engine, "utree") || !strcmp(engine, "b3"))
+		if (!strcmp(engine, "all") || !strcmp(engine, "lodge"))
+			if (run(&c, d, PMIDX_ENGINE_LODGE, 0, false))
+				return 1;
+		if (!strcmp(engine, "utree") || !strcmp(engine, "b3") ||
+		    !strcmp(engine, "lodge"))
 			continue;
 		if (!nbmask)
 			nbmask = !strcmp(engine, "all") ? 0x3e : 1U << 2;
