@@ -526,7 +526,7 @@ static void lodge_drain(void)
 /* ---- threads ------------------------------------------------------------- */
 
 #define TKEYS	3000
-#define TROUNDS	3000
+#define TROUNDS	1500
 
 struct targ {
 	struct pmidx_index	*idx;

@@ -183,9 +183,9 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 	u32 n = 0, i;
 
 	*keys = 0;
-	down_write(&t->tree);
+	percpu_down_write(&t->tree);
 	if (!t->ready) {
-		up_write(&t->tree);
+		percpu_up_write(&t->tree);
 		return 0;
 	}
 	c.expect = t->head;
@@ -217,7 +217,7 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		ret = fail(&c, "directory names logs nobody knows");
 	if (!ret && (s64)c.keys != lodge_sum_keys(t))
 		ret = fail(&c, "key counter differs from the structure");
-	up_write(&t->tree);
+	percpu_up_write(&t->tree);
 	*keys = c.keys;
 	*why = c.why;
 	return ret;

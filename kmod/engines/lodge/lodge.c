@@ -137,18 +137,18 @@ static int enter_ready(struct lodge *t)
 {
 	int ret = 0;
 
-	down_read(&t->tree);
+	percpu_down_read(&t->tree);
 	if (likely(READ_ONCE(t->ready) && list_empty(&t->dead)))
 		return 0;
-	up_read(&t->tree);
-	down_write(&t->tree);
+	percpu_up_read(&t->tree);
+	percpu_down_write(&t->tree);
 	free_dead(t);
 	if (!t->ready)
 		ret = tree_init(t);
-	up_write(&t->tree);
+	percpu_up_write(&t->tree);
 	if (ret)
 		return ret;
-	down_read(&t->tree);
+	percpu_down_read(&t->tree);
 	return 0;
 }
 
@@ -163,7 +163,7 @@ static int lodge_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 	int j, s, ret = -ENOENT;
 
 	lodge_stat_inc(t, get);
-	down_read(&t->tree);
+	percpu_down_read(&t->tree);
 	if (!READ_ONCE(t->ready))
 		goto out;
 	x = lodge_find(t, key, klen);
@@ -193,7 +193,7 @@ static int lodge_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 unlock:
 	read_unlock(&x->lock);
 out:
-	up_read(&t->tree);
+	percpu_up_read(&t->tree);
 	return ret;
 }
 
@@ -212,7 +212,7 @@ static void drain(struct lodge *t)
 	cut = lodge_log_cut(t, READ_ONCE(t->nlogs) / 2);
 	lodge_stat_inc(t, drains);
 	cur = kmalloc(PMIDX_KEY_MAX + 1, GFP_KERNEL);
-	down_read(&t->tree);
+	percpu_down_read(&t->tree);
 	for (x = lodge_find(t, NULL, 0); cur && cut;) {
 		write_lock(&x->lock);
 		/* a node that must split first keeps its KVs (README) */
@@ -226,7 +226,7 @@ static void drain(struct lodge *t)
 			break;
 		x = lodge_find(t, cur, curlen);
 	}
-	up_read(&t->tree);
+	percpu_up_read(&t->tree);
 	kfree(cur);
 	mutex_unlock(&t->drain);
 }
@@ -279,11 +279,11 @@ again:
 		ret = x->nbuf ? lodge_flush(t, x, 0) : LODGE_NEED_SPLIT;
 		if (ret == LODGE_NEED_SPLIT) {
 			write_unlock(&x->lock);
-			up_read(&t->tree);
+			percpu_up_read(&t->tree);
 			ret = lodge_split_lin(t, k, klen);
 			if (ret)
 				goto out_free;
-			down_read(&t->tree);
+			percpu_down_read(&t->tree);
 			goto again;
 		}
 		if (ret < 0)
@@ -319,7 +319,7 @@ again:
 	ret = 0;
 unlock:
 	write_unlock(&x->lock);
-	up_read(&t->tree);
+	percpu_up_read(&t->tree);
 out_free:
 	kfree(kc);
 	if (READ_ONCE(t->nlogs) > lodge_log_max)
@@ -464,9 +464,9 @@ static int lodge_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	st->curlen = start_len;
 	st->incl = !after;
 	for (;;) {
-		down_read(&t->tree);
+		percpu_down_read(&t->tree);
 		if (!READ_ONCE(t->ready)) {
-			up_read(&t->tree);
+			percpu_up_read(&t->tree);
 			break;
 		}
 		x = lodge_find(t, st->cur, st->curlen);
@@ -483,7 +483,7 @@ static int lodge_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 			ret = 1;
 		}
 		read_unlock(&x->lock);
-		up_read(&t->tree);
+		percpu_up_read(&t->tree);
 		if (ret)
 			break;
 		cond_resched();
@@ -555,6 +555,7 @@ static void teardown(struct lodge *t)
 	free_percpu(t->parts);
 	free_percpu(t->st);
 	mutex_destroy(&t->drain);
+	percpu_free_rwsem(&t->tree);
 	kfree(t);
 }
 
@@ -572,7 +573,10 @@ static int lodge_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 	t->pool = idx->pool;
 	t->pm = &idx->pool->pm;
 	t->root = pmidx_ptr(t->pm, idx->root);
-	init_rwsem(&t->tree);
+	if (percpu_init_rwsem(&t->tree)) {
+		kfree(t);
+		return -ENOMEM;
+	}
 	spin_lock_init(&t->log_lock);
 	INIT_LIST_HEAD(&t->logs);
 	INIT_LIST_HEAD(&t->dead);
@@ -618,7 +622,7 @@ static void flush_everything(struct lodge *t)
 
 	if (!cur)
 		return;
-	down_read(&t->tree);
+	percpu_down_read(&t->tree);
 	for (x = lodge_find(t, NULL, 0);;) {
 		write_lock(&x->lock);
 		ret = lodge_flush_all(t, x, U64_MAX);
@@ -628,9 +632,9 @@ static void flush_everything(struct lodge *t)
 		}
 		write_unlock(&x->lock);
 		if (ret == LODGE_NEED_SPLIT) {
-			up_read(&t->tree);
+			percpu_up_read(&t->tree);
 			ret = lodge_split_lin(t, cur, curlen);
-			down_read(&t->tree);
+			percpu_down_read(&t->tree);
 			if (ret)
 				break;
 			x = lodge_find(t, cur, curlen);
@@ -642,7 +646,7 @@ static void flush_everything(struct lodge *t)
 		memcpy(cur, x->hi->b, curlen);
 		x = lodge_find(t, cur, curlen);
 	}
-	up_read(&t->tree);
+	percpu_up_read(&t->tree);
 	kfree(cur);
 }
 

@@ -18,9 +18,14 @@
  *   check.c     the structural checker
  *   lodge.c     get/put/del/scan/stats, lifecycle, ops table, parameters
  *
- * Locking. @tree (rw_semaphore) is held for reading by every operation
- * for its whole length and for writing by a last-level node split (which
- * changes the upper levels) and by the checker. Each last-level node
+ * Locking. @tree (a percpu_rw_semaphore) is held for reading by every
+ * operation for its whole length and for writing by a last-level node
+ * split (which changes the upper levels) and by the checker. Per-CPU:
+ * a reader only touches its CPU's counter, so the operations share no
+ * written cache line above the last-level nodes; a writer pays an RCU
+ * grace period (unless one is still in effect) and waits the readers
+ * out, which node splits (one per ~t->cap leaf splits) afford (README,
+ * "Upper levels"). Each last-level node
  * (struct lodge_lin) has an rwlock covering it, its buffer and its
  * leaves (§III-A): readers take it shared, writers exclusive. A leaf is
  * only read or written under its node's lock; a node is only freed under
@@ -62,7 +67,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
-#include <linux/rwsem.h>
+#include <linux/percpu-rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include "core/engine.h"
@@ -178,7 +183,7 @@ struct lodge {
 	struct pmidx_pool	*pool;
 	struct pmidx_pmem	*pm;
 	struct lodge_root	*root;
-	struct rw_semaphore	tree;
+	struct percpu_rw_semaphore tree;
 	bool			ready;
 	void			*top;
 	int			height;		/* 0: @top is a lodge_lin */

@@ -203,11 +203,11 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 	if (!st)
 		return -ENOMEM;
 
-	down_write(&t->tree);
+	percpu_down_write(&t->tree);
 	x = lodge_find(t, k, klen);
 	find_path(t, k, klen, &path);
 	if (x->nidx + x->nbuf < x->cap) {	/* someone did it already */
-		up_write(&t->tree);
+		percpu_up_write(&t->tree);
 		kfree(st);
 		return 0;
 	}
@@ -288,7 +288,7 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 	lodge_stat_inc(t, pieces[n]);
 	if (capped)
 		lodge_stat_inc(t, capped);
-	up_write(&t->tree);
+	percpu_up_write(&t->tree);
 	stash_free(st);
 	kfree(st);
 	return 0;
@@ -305,7 +305,7 @@ fail:
 		kfree(y[p]);
 		atomic64_dec(&t->nlins);
 	}
-	up_write(&t->tree);
+	percpu_up_write(&t->tree);
 	return ret;
 }
 
