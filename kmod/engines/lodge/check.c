@@ -189,9 +189,9 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		return 0;
 	}
 	c.expect = t->head;
-	ret = lodge_for_each_lin(t, check_lin, &c);
+	ret = lodge_walk_lins(t, check_lin, &c);
 	/* each buffered KV takes one off its log's count ... */
-	lodge_for_each_lin(t, unref, NULL);
+	lodge_walk_lins(t, unref, NULL);
 	if (!ret && c.expect)
 		ret = fail(&c, "leaf list goes on past the last node");
 	if (!ret && c.prev_hi)
@@ -210,7 +210,7 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		n++;
 	}
 	spin_unlock(&t->log_lock);
-	lodge_for_each_lin(t, restore, NULL);
+	lodge_walk_lins(t, restore, NULL);
 	for (i = 0; !ret && i < LODGE_DIR_SLOTS; i++)
 		n -= !!t->dir->slot[i];
 	if (!ret && n)

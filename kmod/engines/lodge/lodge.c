@@ -177,11 +177,11 @@ static int lodge_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 			goto unlock;
 		ret = 0;
 		if (b->vlen <= *vlen) {
-			if (b->vlen <= 8)
-				memcpy(val, &b->w, b->vlen);
-			else
+			if (b->vlen > 8)
 				ret = lodge_rec_value(t, b, x->buf_ver[j],
 						      val);
+			else if (b->vlen)	/* 0: @val may be NULL */
+				memcpy(val, &b->w, b->vlen);
 		}
 		*vlen = b->vlen;
 		goto unlock;
@@ -305,7 +305,7 @@ again:
 	}
 	b = &x->slot[j];
 	b->w = 0;
-	if (vlen <= 8)
+	if (vlen && vlen <= 8)	/* a delete: v NULL */
 		memcpy(&b->w, v, vlen);
 	b->rec = rec;
 	b->seq = seq;
@@ -460,7 +460,8 @@ static int lodge_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		kvfree(st);
 		return -ENOMEM;
 	}
-	memcpy(st->cur, start, start_len);
+	if (start_len)		/* @start may be NULL: no mem* call with it */
+		memcpy(st->cur, start, start_len);
 	st->curlen = start_len;
 	st->incl = !after;
 	for (;;) {
@@ -583,7 +584,7 @@ static int lodge_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 	mutex_init(&t->drain);
 	t->cap = clamp_t(u32, lodge_node_slots, 8, LODGE_CAP_MAX);
 	t->t_node = clamp_t(u32, lodge_t_node, 1, 8);
-	t->hot_t = max_t(u32, lodge_hot_t, 1);
+	t->hotness = max_t(u32, lodge_hot_t, 1);
 	t->multi = lodge_multi_split;
 	t->log_size = clamp_t(u32, lodge_log_kb, 1, 1024) << 10;
 	t->leaf_size = lodge_leaf_bytes == 256 || lodge_leaf_bytes == 1024 ?

@@ -190,7 +190,7 @@ struct lodge {
 	u32			leaf_size, slots;
 	u32			cap;		/* node slots (lodge_node_slots) */
 	u32			t_node, t_split;
-	u32			hot_t;
+	u32			hotness;	/* Formula 1's t */
 	bool			multi;
 	u64			head;
 	atomic64_t		seq;
@@ -297,8 +297,8 @@ struct lodge_lin *lodge_find(struct lodge *t, const u8 *k, u32 klen);
 int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen);
 int lodge_build(struct lodge *t, struct lodge_lin **lins, size_t n);
 void lodge_tree_free(struct lodge *t);
-typedef int (*lodge_lin_fn)(struct lodge *t, struct lodge_lin *x, void *ctx);
-int lodge_for_each_lin(struct lodge *t, lodge_lin_fn fn, void *ctx);
+typedef int (*lodge_visit_t)(struct lodge *t, struct lodge_lin *x, void *ctx);
+int lodge_walk_lins(struct lodge *t, lodge_visit_t fn, void *ctx);
 
 /* recovery.c */
 int lodge_recover(struct lodge *t, const struct pmidx_recover *rc);

@@ -64,7 +64,8 @@ static struct lodge_vlog *log_new(struct lodge *t, u32 size, u32 part)
 	pmidx_store64_persist(t->pm, &t->dir->slot[slot], off);
 	set_bit(slot, t->dir_map);
 	list_add_tail(&v->node, &t->logs);
-	t->nlogs++;
+	/* read unlocked (READ_ONCE) by writers deciding to drain */
+	WRITE_ONCE(t->nlogs, t->nlogs + 1);
 	atomic64_add(size, &t->log_bytes_live);
 	return v;
 }
@@ -86,7 +87,7 @@ void lodge_log_put(struct lodge *t, struct lodge_vlog *v)
 	pmidx_store64_persist(t->pm, &t->dir->slot[v->slot], 0);
 	clear_bit(v->slot, t->dir_map);
 	list_del(&v->node);
-	t->nlogs--;
+	WRITE_ONCE(t->nlogs, t->nlogs - 1);
 	atomic64_sub(v->size, &t->log_bytes_live);
 	spin_unlock(&t->log_lock);
 	/*
@@ -147,10 +148,13 @@ int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
 	hdr.klen = klen;
 	crc = crc32c(~0U, &hdr, sizeof(hdr));
 	crc = crc32c(crc, k, klen);
-	crc = crc32c(crc, val, vlen);
+	/* a delete has no value (@val may be NULL: no mem* call with it) */
+	if (vlen)
+		crc = crc32c(crc, val, vlen);
 	hdr.crc = cpu_to_le32(crc);
 	memcpy(r->data, k, klen);
-	memcpy(r->data + klen, val, vlen);
+	if (vlen)
+		memcpy(r->data + klen, val, vlen);
 	memcpy(r, &hdr, sizeof(hdr));
 	pmidx_persist(t->pm, r, size);
 	*rec = v->off + v->used;

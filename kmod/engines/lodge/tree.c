@@ -170,9 +170,9 @@ static unsigned int split_pieces(struct lodge *t, struct lodge_lin *x,
 
 	if (!t->multi)
 		return 2;
-	if (lp > t->hot_t * nl)
+	if (lp > t->hotness * nl)
 		m++;
-	else if (lp * t->hot_t < nl)
+	else if (t->hotness * lp < nl)
 		m--;
 	m = clamp_t(unsigned int, m, 2, LODGE_MSPLIT_MAX);
 	if (m <= xfree)
@@ -274,11 +274,10 @@ int lodge_split_lin(struct lodge *t, const u8 *k, u32 klen)
 	}
 	y[0]->lo = x->lo;
 	x->lo = NULL;
-	if (t->height == 0) {
+	if (t->height == 0)
 		t->top = y[0];
-	} else {
+	else
 		path.n[1]->child[path.i[1]] = y[0];
-	}
 	for (p = 1; p < n; p++)
 		inner_insert(t, sep[p], y[p], st);
 	kfree(x->hi);
@@ -405,7 +404,7 @@ void lodge_tree_free(struct lodge *t)
 	t->height = 0;
 }
 
-static int each_rec(struct lodge *t, void *n, int h, lodge_lin_fn fn,
+static int each_rec(struct lodge *t, void *n, int h, lodge_visit_t fn,
 		    void *ctx)
 {
 	struct lodge_inode *in = n;
@@ -422,7 +421,7 @@ static int each_rec(struct lodge *t, void *n, int h, lodge_lin_fn fn,
 }
 
 /* Every last-level node in key order. Context: t->tree held. */
-int lodge_for_each_lin(struct lodge *t, lodge_lin_fn fn, void *ctx)
+int lodge_walk_lins(struct lodge *t, lodge_visit_t fn, void *ctx)
 {
 	return t->top ? each_rec(t, t->top, t->height, fn, ctx) : 0;
 }
