@@ -10,10 +10,14 @@
  * fence range and unique, blob words inside the pool; buffered KVs
  * unique, aimed at a leaf whose range holds them, their record holding
  * the same key; every log's valid count == the buffer slots naming it
- * (+1 while current) and its directory slot naming it.
+ * (+1 while current) and its directory slot naming it; every blob word
+ * naming a blob (aligned, valid header, the bytes inside its object, as
+ * recovery's trace wants it) and no object (leaf, blob, log) named
+ * twice: a trace would refuse such an image, so the check must too.
  */
 #include <linux/errno.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include "core/blob.h"
 #include "lodge.h"
 
@@ -25,12 +29,83 @@ struct ck {
 	struct lodge_key	*prev_hi;
 	bool			first;
 	const char		*why;
+	u64			*objs;		/* every object named, once */
+	size_t			nobj, cap;
 };
 
 static int fail(struct ck *c, const char *why)
 {
 	c->why = why;
 	return -EUCLEAN;
+}
+
+/* Note an object named by the structure (no memory: not checked). */
+static void named(struct ck *c, u64 off)
+{
+	if (c->nobj == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		u64 *n = kvmalloc_array(cap, sizeof(*n), GFP_KERNEL);
+
+		if (!n) {
+			kvfree(c->objs);
+			c->objs = NULL;
+			c->cap = SIZE_MAX;	/* stop collecting */
+			return;
+		}
+		if (c->objs)
+			memcpy(n, c->objs, c->nobj * sizeof(*n));
+		kvfree(c->objs);
+		c->objs = n;
+		c->cap = cap;
+	}
+	if (c->objs)
+		c->objs[c->nobj++] = off;
+}
+
+static void sift(u64 *v, size_t r, size_t n)
+{
+	size_t ch;
+
+	for (; (ch = 2 * r + 1) < n; r = ch) {
+		if (ch + 1 < n && v[ch] < v[ch + 1])
+			ch++;
+		if (v[r] >= v[ch])
+			break;
+		swap(v[r], v[ch]);
+	}
+}
+
+/* Return: whether an offset is there twice (heap sort, then neighbours). */
+static bool named_twice(u64 *v, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift(v, i, n);
+	for (i = n; i-- > 1;) {
+		swap(v[0], v[i]);
+		sift(v, 0, i);
+	}
+	for (i = 1; i < n; i++)
+		if (v[i] == v[i - 1])
+			return true;
+	return false;
+}
+
+/* A blob word, as recovery's trace takes it (recovery.c blob_ok()). */
+static bool blob_ok(struct ck *c, u64 off)
+{
+	struct lodge *t = c->t;
+	u32 len;
+
+	if ((off & 15) ||
+	    !pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
+	    pmidx_blob_read_len(t->pool, off, &len) ||
+	    !pmidx_alloc_valid(&t->pool->alloc, off,
+			       sizeof(struct pmidx_blob) + len))
+		return false;
+	named(c, off);
+	return true;
 }
 
 static bool key_in(const struct lodge_key *lo, const struct lodge_key *hi,
@@ -56,7 +131,10 @@ static int check_leaf(struct ck *c, struct lodge_lin *x, int li)
 		return fail(c, "leaf list and index part disagree");
 	if ((off & 255) || !pmidx_alloc_valid(&t->pool->alloc, off, t->leaf_size))
 		return fail(c, "leaf offset outside the pool");
+	named(c, off);
 	l = lodge_leaf_ptr(t, off);
+	if (le64_to_cpu(l->flen) > 8 && !blob_ok(c, le64_to_cpu(l->fence)))
+		return fail(c, "bad fence blob");
 	k = lodge_leaf_fence(t, l, &len);
 	if (li || c->nleaves) {
 		if (!lo || !k || lodge_kcmp(lo, k, len))
@@ -75,13 +153,11 @@ static int check_leaf(struct ck *c, struct lodge_lin *x, int li)
 	for (; bits; bits &= bits - 1) {
 		s = __ffs64(bits);
 		if ((kind & BIT_ULL(s)) &&
-		    !pmidx_alloc_valid(&t->pool->alloc,
-				       le64_to_cpu(l->slot[s].key), 8))
-			return fail(c, "key blob outside the pool");
+		    !blob_ok(c, le64_to_cpu(l->slot[s].key)))
+			return fail(c, "bad key blob");
 		if ((vind & BIT_ULL(s)) &&
-		    !pmidx_alloc_valid(&t->pool->alloc,
-				       le64_to_cpu(l->slot[s].val), 8))
-			return fail(c, "value blob outside the pool");
+		    !blob_ok(c, le64_to_cpu(l->slot[s].val)))
+			return fail(c, "bad value blob");
 		k = lodge_slot_key(t, l, s, &len);
 		if (!key_in(lo, hi, k, len))
 			return fail(c, "leaf key outside its fences");
@@ -210,6 +286,9 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		n++;
 	}
 	spin_unlock(&t->log_lock);
+	/* no operation runs (t->tree held): the list holds still unlocked */
+	list_for_each_entry(v, &t->logs, node)
+		named(&c, v->off);
 	lodge_walk_lins(t, restore, NULL);
 	for (i = 0; !ret && i < LODGE_DIR_SLOTS; i++)
 		n -= !!t->dir->slot[i];
@@ -217,7 +296,10 @@ int lodge_check(struct lodge *t, u64 *keys, const char **why)
 		ret = fail(&c, "directory names logs nobody knows");
 	if (!ret && (s64)c.keys != lodge_sum_keys(t))
 		ret = fail(&c, "key counter differs from the structure");
+	if (!ret && c.objs && named_twice(c.objs, c.nobj))
+		ret = fail(&c, "an object named twice");
 	percpu_up_write(&t->tree);
+	kvfree(c.objs);
 	*keys = c.keys;
 	*why = c.why;
 	return ret;
