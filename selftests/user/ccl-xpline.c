@@ -32,6 +32,7 @@
  *                  bytes; default 20); a large value keeps GC out of the
  *                  measured phase, to see what GC costs
  *   --multi-split 0|1  lodge's hotness-aware multiple split (default on)
+ *   --hot-t T      lodge's hotness factor t of Formula 1 (default 2)
  *   --json FILE    one JSON object per configuration (xpline_json() plus
  *                  the configuration and engine counters), a line each
  *
@@ -90,14 +91,21 @@ static u64 stat_of(struct pmidx_index *idx, unsigned int key)
 	return s.have & (1ULL << key) ? s.val[key] : 0;
 }
 
-static u64 lodge_lin_splits(struct pmidx_index *idx)
+/* lodge's node splits; *multi: those into more than 2 pieces */
+static u64 lodge_lin_splits(struct pmidx_index *idx, u64 *multi)
 {
 	struct lodge *t = idx->priv;
 	u64 sum = 0;
-	int cpu;
+	int cpu, i;
 
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(t->st, cpu)->lin_splits);
+	*multi = 0;
+	for_each_possible_cpu(cpu) {
+		struct lodge_pcpu *c = per_cpu_ptr(t->st, cpu);
+
+		sum += READ_ONCE(c->lin_splits);
+		for (i = 3; i <= LODGE_MSPLIT_MAX; i++)
+			*multi += READ_ONCE(c->pieces[i]);
+	}
 	return sum;
 }
 
@@ -119,6 +127,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 	bool ccl = engine == PMIDX_ENGINE_CCL;
 	bool lodge = engine == PMIDX_ENGINE_LODGE;
 	u64 i, k, gc0 = 0, lf0 = 0, la0 = 0, gc, lf, la, lb0 = 0, ls0 = 0;
+	u64 lm0 = 0, lm;
 	struct pmidx_pmem_stats ps0, ps1;
 	struct xpline_model *m;
 	struct pmidx_index *idx;
@@ -170,7 +179,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 	if (lodge) {
 		lf0 = stat_of(idx, PMIDX_STAT_LEAF_FLUSHES);
 		lb0 = stat_of(idx, PMIDX_STAT_LOG_BYTES);
-		ls0 = lodge_lin_splits(idx);
+		ls0 = lodge_lin_splits(idx, &lm0);
 	}
 	pmidx_pmem_sum_stats(&pool->pm, &ps0);
 	xc.base = img;
@@ -216,12 +225,15 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		printf("  log/op %.3f  leaf-flush/op %.3f  gc %llu",
 		       (double)la / c->ops, (double)lf / c->ops,
 		       (unsigned long long)gc);
-	if (lodge)
-		printf("  multi %d  log-bytes/op %.1f  leaf-writes/op %.3f  node-splits %llu",
-		       lodge_multi_split,
+	if (lodge) {
+		u64 ls = lodge_lin_splits(idx, &lm) - ls0;
+
+		printf("  multi %d t %u  log-bytes/op %.1f  leaf-writes/op %.3f  node-splits %llu (%llu multi-way)",
+		       lodge_multi_split, lodge_hot_t,
 		       (double)(stat_of(idx, PMIDX_STAT_LOG_BYTES) - lb0) / c->ops,
 		       (double)(stat_of(idx, PMIDX_STAT_LEAF_FLUSHES) - lf0) / c->ops,
-		       (unsigned long long)(lodge_lin_splits(idx) - ls0));
+		       (unsigned long long)ls, (unsigned long long)(lm - lm0));
+	}
 	printf("  (%.1f s)\n", secs);
 	fflush(stdout);
 	if (c->json) {
@@ -253,7 +265,7 @@ static void usage(void)
 	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]\n"
 		"                  [--dist uniform,zipf,new] [--theta T] [--warm W] [--ops N]\n"
 		"                  [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]\n"
-		"                  [--multi-split 0|1] [--json FILE]\n"
+		"                  [--multi-split 0|1] [--hot-t T] [--json FILE]\n"
 		"       ccl-xpline W [N]\n");
 	exit(2);
 }
@@ -309,7 +321,7 @@ int main(int argc, char **argv)
 		{ "ops", 1, NULL, 'n' }, { "keyspace", 1, NULL, 'k' },
 		{ "seed", 1, NULL, 's' }, { "pool-size", 1, NULL, 'P' },
 		{ "json", 1, NULL, 'j' }, { "th-log", 1, NULL, 'L' },
-		{ "multi-split", 1, NULL, 'M' },
+		{ "multi-split", 1, NULL, 'M' }, { "hot-t", 1, NULL, 'T' },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -335,6 +347,7 @@ int main(int argc, char **argv)
 		case 'P': c.pool_size = strtoull(optarg, NULL, 0); break;
 		case 'L': c.th_log = strtoul(optarg, NULL, 0); break;
 		case 'M': c.multi = !!atoi(optarg); break;
+		case 'T': lodge_hot_t = strtoul(optarg, NULL, 0); break;
 		case 'j':
 			c.json = fopen(optarg, "a");
 			if (!c.json) {
