@@ -535,6 +535,10 @@ struct targ {
 	unsigned long		errors, checks;
 };
 
+/* CHECKs done so far: writers go on until some ran beside them */
+static _Atomic unsigned long nchecks;
+#define TCHECKS	20
+
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
@@ -544,7 +548,8 @@ static void *writer(void *p)
 	unsigned int r;
 
 	prandom_seed_state(&rs, ut_seed + a->id);
-	for (r = 0; r < TROUNDS; r++) {
+	for (r = 0; r < TROUNDS || (nchecks < TCHECKS && r < 100 * TROUNDS);
+	     r++) {
 		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
 		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
 		int ret;
@@ -606,6 +611,7 @@ static void *checker(void *p)
 
 		a->errors += ret && ret != -EAGAIN;
 		a->checks++;
+		nchecks++;
 		if (ret && ret != -EAGAIN)
 			fprintf(stderr, "# check: %d %s\n", ret, why);
 	}
@@ -629,6 +635,7 @@ static void lodge_threads(void)
 
 	p.log_max = 32;		/* drains under the writers too */
 	set_params(&p);
+	nchecks = 0;
 	idx = create(pool, "t");
 	for (n = 0; n < TKEYS; n += 2) {
 		u8 k[256];
@@ -654,6 +661,7 @@ static void lodge_threads(void)
 	ut_note("lodge: %llu node splits, %llu drains, %lu checks under 4 writers",
 		(unsigned long long)lsum(idx).lin_splits,
 		(unsigned long long)lsum(idx).drains, args[7].checks);
+	UT_ASSERT(args[7].checks >= 2);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
 	UT_EQ(scan_all(idx, 0), keys);
 	pmidx_pool_close(pool);
@@ -826,9 +834,11 @@ static void run(const char *name, unsigned int ops, const struct lparams *p)
 	struct crashsim_result res;
 	const char *e;
 
-	if ((e = getenv("PMIDX_CRASH_POINT")))
+	e = getenv("PMIDX_CRASH_POINT");
+	if (e)
 		cfg.only_point = strtol(e, NULL, 0);
-	if ((e = getenv("PMIDX_CRASH_VARIANT")))
+	e = getenv("PMIDX_CRASH_VARIANT");
+	if (e)
 		cfg.only_variant = strtol(e, NULL, 0);
 	set_params(p);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
