@@ -28,6 +28,13 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	 */
 	[PMIDX_ENGINE_B3]	= &pmidx_b3_ops,
 #endif
+#ifdef CONFIG_PMIDX_LODGE
+	/*
+	 * New (issue 13): served by the userspace build and by a module
+	 * built with CONFIG_PMIDX_LODGE=y until it has had its review.
+	 */
+	[PMIDX_ENGINE_LODGE]	= &pmidx_lodge_ops,
+#endif
 };
 
 #ifdef PMIDX_TEST_ENGINES
@@ -37,6 +44,7 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
  * (selftests/user/toy-engine.c: a committed-mode one, for the core).
  */
 const struct pmidx_engine_ops *pmidx_test_engines[__PMIDX_ENGINE_MAX];
+const struct pmidx_engine_ops pmidx_test_engine_absent;
 #endif
 
 /* Return: the engine's operations, or NULL when it is not built in. */
@@ -45,6 +53,8 @@ const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine)
 	if (engine >= ARRAY_SIZE(engine_table))
 		return NULL;
 #ifdef PMIDX_TEST_ENGINES
+	if (pmidx_test_engines[engine] == &pmidx_test_engine_absent)
+		return NULL;
 	if (pmidx_test_engines[engine])
 		return pmidx_test_engines[engine];
 #endif

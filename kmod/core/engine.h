@@ -91,6 +91,8 @@ struct pmidx_engine_ops {
 const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine);
 #ifdef PMIDX_TEST_ENGINES
 extern const struct pmidx_engine_ops *pmidx_test_engines[__PMIDX_ENGINE_MAX];
+/* in pmidx_test_engines[]: the id is served by no engine, not even a real one */
+extern const struct pmidx_engine_ops pmidx_test_engine_absent;
 #endif
 
 /* The engines (kmod/engines/<name>/) */
@@ -99,6 +101,7 @@ extern const struct pmidx_engine_ops ccl_engine_ops;
 /* Engines built in (kmod/engines/<name>/) */
 extern const struct pmidx_engine_ops pmidx_utree_ops;
 extern const struct pmidx_engine_ops pmidx_b3_ops;
+extern const struct pmidx_engine_ops pmidx_lodge_ops;
 
 /* memcmp order, shorter first on a common prefix */
 static inline int pmidx_key_cmp(const u8 *a, u32 alen, const u8 *b, u32 blen)

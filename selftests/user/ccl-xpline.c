@@ -10,13 +10,13 @@
  * measured phase is observed; the XPBuffer is drained at its end. The
  * ccl GC thread runs as in the kernel (ccl_th_log, default 20 %).
  *
- *   ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]
+ *   ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]
  *              [--dist LIST] [--theta T] [--warm W] [--ops N]
  *              [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]
  *              [--json FILE]
  *   ccl-xpline W [N]                  (the earlier form: --dist new)
  *
- *   --engine all   utree, b3, ccl with each --nbatch (default 1,2,3,4,5), and
+ *   --engine all   utree, b3, lodge, ccl with each --nbatch (default 1,2,3,4,5), and
  *                  ccl with the naive GC at the default N_batch (2)
  *   --engine ccl   ccl with each --nbatch (default 2); --naive: naive GC
  *   --dist         comma list of: uniform (upserts, items uniform over
@@ -31,6 +31,8 @@
  *   --th-log PCT   ccl's GC threshold (ccl_th_log: log bytes in % of leaf
  *                  bytes; default 20); a large value keeps GC out of the
  *                  measured phase, to see what GC costs
+ *   --multi-split 0|1  lodge's hotness-aware multiple split (default on)
+ *   --hot-t T      lodge's hotness factor t of Formula 1 (default 2)
  *   --json FILE    one JSON object per configuration (xpline_json() plus
  *                  the configuration and engine counters), a line each
  *
@@ -49,6 +51,7 @@
 #include <shim/shim.h>
 #include "xpline.h"
 #include "engines/ccl/ccl.h"
+#include "engines/lodge/lodge.h"
 #include "../../tools/bench/zipf.h"
 
 enum dist { D_UNIFORM, D_ZIPF, D_NEW };
@@ -58,6 +61,7 @@ struct cfg {
 	u64		warm, ops, keyspace, seed, pool_size;
 	double		theta;
 	unsigned int	th_log;		/* ccl_th_log, 0: the default */
+	int		multi;		/* lodge_multi_split, -1: the default */
 	FILE		*json;
 };
 
@@ -87,6 +91,24 @@ static u64 stat_of(struct pmidx_index *idx, unsigned int key)
 	return s.have & (1ULL << key) ? s.val[key] : 0;
 }
 
+/* lodge's node splits; *multi: those into more than 2 pieces */
+static u64 lodge_lin_splits(struct pmidx_index *idx, u64 *multi)
+{
+	struct lodge *t = idx->priv;
+	u64 sum = 0;
+	int cpu, i;
+
+	*multi = 0;
+	for_each_possible_cpu(cpu) {
+		struct lodge_pcpu *c = per_cpu_ptr(t->st, cpu);
+
+		sum += READ_ONCE(c->lin_splits);
+		for (i = 3; i <= LODGE_MSPLIT_MAX; i++)
+			*multi += READ_ONCE(c->pieces[i]);
+	}
+	return sum;
+}
+
 static u64 ccl_log_appends(struct pmidx_index *idx)
 {
 	struct ccl_tree *t = idx->priv;
@@ -103,7 +125,10 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 {
 	struct xpline_config xc = { .no_chain = false };
 	bool ccl = engine == PMIDX_ENGINE_CCL;
-	u64 i, k, gc0 = 0, lf0 = 0, la0 = 0, gc, lf, la;
+	bool lodge = engine == PMIDX_ENGINE_LODGE;
+	u64 i, k, gc0 = 0, lf0 = 0, la0 = 0, gc, lf, la, lb0 = 0, ls0 = 0;
+	u64 lm0 = 0, lm;
+	struct pmidx_pmem_stats ps0, ps1;
 	struct xpline_model *m;
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
@@ -128,6 +153,8 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		if (c->th_log)
 			ccl_th_log = c->th_log;
 	}
+	if (lodge && c->multi >= 0)
+		lodge_multi_split = c->multi;
 	if (pmidx_pool_format(img, c->pool_size, true, &why))
 		goto fail;
 	pool = pmidx_pool_open(img, c->pool_size, false, &why);
@@ -149,6 +176,12 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		lf0 = stat_of(idx, PMIDX_STAT_LEAF_FLUSHES);
 		la0 = ccl_log_appends(idx);
 	}
+	if (lodge) {
+		lf0 = stat_of(idx, PMIDX_STAT_LEAF_FLUSHES);
+		lb0 = stat_of(idx, PMIDX_STAT_LOG_BYTES);
+		ls0 = lodge_lin_splits(idx, &lm0);
+	}
+	pmidx_pmem_sum_stats(&pool->pm, &ps0);
 	xc.base = img;
 	xc.size = c->pool_size;
 	m = xpline_new(&xc);
@@ -167,6 +200,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		}
 	}
 	secs = secs_since(&t0);
+	pmidx_pmem_sum_stats(&pool->pm, &ps1);
 	xpline_account(m, c->ops, 16 * c->ops);
 	xpline_drain(m);
 	xpline_get(m, &st);
@@ -184,10 +218,22 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 	       (double)st.xpline_writes / c->ops,
 	       (double)st.media_write_bytes / (16.0 * c->ops),
 	       64.0 * st.lines / (16.0 * c->ops));
+	printf("  flushes/op %.3f  fences/op %.3f",
+	       (double)(ps1.flushes - ps0.flushes) / c->ops,
+	       (double)(ps1.fences - ps0.fences) / c->ops);
 	if (ccl)
 		printf("  log/op %.3f  leaf-flush/op %.3f  gc %llu",
 		       (double)la / c->ops, (double)lf / c->ops,
 		       (unsigned long long)gc);
+	if (lodge) {
+		u64 ls = lodge_lin_splits(idx, &lm) - ls0;
+
+		printf("  multi %d t %u  log-bytes/op %.1f  leaf-writes/op %.3f  node-splits %llu (%llu multi-way)",
+		       lodge_multi_split, lodge_hot_t,
+		       (double)(stat_of(idx, PMIDX_STAT_LOG_BYTES) - lb0) / c->ops,
+		       (double)(stat_of(idx, PMIDX_STAT_LEAF_FLUSHES) - lf0) / c->ops,
+		       (unsigned long long)ls, (unsigned long long)(lm - lm0));
+	}
 	printf("  (%.1f s)\n", secs);
 	fflush(stdout);
 	if (c->json) {
@@ -216,10 +262,10 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3] [--nbatch LIST] [--naive]\n"
+	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]\n"
 		"                  [--dist uniform,zipf,new] [--theta T] [--warm W] [--ops N]\n"
 		"                  [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]\n"
-		"                  [--json FILE]\n"
+		"                  [--multi-split 0|1] [--hot-t T] [--json FILE]\n"
 		"       ccl-xpline W [N]\n");
 	exit(2);
 }
@@ -275,11 +321,12 @@ int main(int argc, char **argv)
 		{ "ops", 1, NULL, 'n' }, { "keyspace", 1, NULL, 'k' },
 		{ "seed", 1, NULL, 's' }, { "pool-size", 1, NULL, 'P' },
 		{ "json", 1, NULL, 'j' }, { "th-log", 1, NULL, 'L' },
+		{ "multi-split", 1, NULL, 'M' }, { "hot-t", 1, NULL, 'T' },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cfg c = { .warm = 1000000, .ops = 1000000, .theta = 0.99,
-			 .seed = 1 };
+			 .seed = 1, .multi = -1 };
 	const char *engine = "all";
 	unsigned int nbmask = 0, dmask = 1U << D_UNIFORM | 1U << D_ZIPF;
 	unsigned int d, nb;
@@ -299,6 +346,8 @@ int main(int argc, char **argv)
 		case 's': c.seed = strtoull(optarg, NULL, 0); break;
 		case 'P': c.pool_size = strtoull(optarg, NULL, 0); break;
 		case 'L': c.th_log = strtoul(optarg, NULL, 0); break;
+		case 'M': c.multi = !!atoi(optarg); break;
+		case 'T': lodge_hot_t = strtoul(optarg, NULL, 0); break;
 		case 'j':
 			c.json = fopen(optarg, "a");
 			if (!c.json) {
@@ -318,7 +367,7 @@ int main(int argc, char **argv)
 		c.keyspace = c.warm;
 	if (!c.ops || !c.keyspace || !(c.theta >= 0 && c.theta < 1) ||
 	    (strcmp(engine, "all") && strcmp(engine, "ccl") && strcmp(engine, "utree") &&
-	     strcmp(engine, "b3")))
+	     strcmp(engine, "b3") && strcmp(engine, "lodge")))
 		usage();
 	if (!c.pool_size) {		/* generous: utree needs ~150 B a key */
 		c.pool_size = (c.warm + c.ops) * 1024;
@@ -338,7 +387,11 @@ int main(int argc, char **argv)
 		if (!strcmp(engine, "all") || !strcmp(engine, "b3"))
 			if (run(&c, d, PMIDX_ENGINE_B3, 0, false))
 				return 1;
-		if (!strcmp(engine, "utree") || !strcmp(engine, "b3"))
+		if (!strcmp(engine, "all") || !strcmp(engine, "lodge"))
+			if (run(&c, d, PMIDX_ENGINE_LODGE, 0, false))
+				return 1;
+		if (!strcmp(engine, "utree") || !strcmp(engine, "b3") ||
+		    !strcmp(engine, "lodge"))
 			continue;
 		if (!nbmask)
 			nbmask = !strcmp(engine, "all") ? 0x3e : 1U << 2;

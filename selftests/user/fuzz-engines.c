@@ -161,6 +161,8 @@ static const struct fe_engine engines[] = {
 	{ PMIDX_ENGINE_CCL, ccl_fe_setup, ccl_fe_classify, NULL, ccl_fe_extra },
 	{ PMIDX_ENGINE_UTREE, NULL, ut_fe_classify, ut_fe_reseal, NULL },
 	{ PMIDX_ENGINE_B3, NULL, NULL, NULL, NULL },
+	/* lodge: objects typed generically (leaves, logs, the directory) */
+	{ PMIDX_ENGINE_LODGE, NULL, NULL, NULL, NULL },
 };
 
 #define FE_NENG		ARRAY_SIZE(engines)

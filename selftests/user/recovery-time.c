@@ -4,7 +4,7 @@
  * (userspace build, the real engines), after a power cut and after a
  * clean close.
  *
- *   recovery-time [--engine all|ccl|utree|b3] [--keys N[,N...]] [--dir DIR]
+ *   recovery-time [--engine all|ccl|utree|b3|lodge] [--keys N[,N...]] [--dir DIR]
  *                 [--threads T] [--repeat R] [--pool-size BYTES]
  *                 [--json FILE] [--keep]
  *
@@ -332,7 +332,7 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: recovery-time [--engine all|ccl|utree|b3] [--keys N[,N...]] "
+	fprintf(stderr, "usage: recovery-time [--engine all|ccl|utree|b3|lodge] [--keys N[,N...]] "
 		"[--dir DIR] [--threads T]\n"
 		"                     [--repeat R] [--pool-size BYTES] [--json FILE] [--keep]\n");
 	exit(2);
@@ -372,7 +372,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc || !c.threads || c.threads > 64 || !c.repeat ||
 	    c.repeat > 64 || (strcmp(engine, "all") && strcmp(engine, "ccl") &&
-			      strcmp(engine, "utree") && strcmp(engine, "b3")))
+			      strcmp(engine, "utree") && strcmp(engine, "b3") &&
+			      strcmp(engine, "lodge")))
 		usage();
 	printf("# recovery-time: shim CPUs %u, PMIDX_PMEM_HW=%s, %u repeats, min (median)\n",
 	       nr_cpu_ids, getenv("PMIDX_PMEM_HW") ?: "(unset)", c.repeat);
@@ -383,9 +384,10 @@ int main(int argc, char **argv)
 		if (end == s || !keys || (*end && *end != ','))
 			usage();
 		s = *end ? end + 1 : end;
-		for (e = 0; e < 3; e++) {
+		for (e = 0; e < 4; e++) {
 			static const u32 ids[] = {
 				PMIDX_ENGINE_UTREE, PMIDX_ENGINE_CCL, PMIDX_ENGINE_B3,
+				PMIDX_ENGINE_LODGE,
 			};
 			u32 engine_id = ids[e];
 

@@ -181,7 +181,7 @@ static void committed_drop_resume(void)
 	toy_abandon(pool);
 
 	/* an attach without the engine keeps the drop for a later one */
-	pmidx_test_engines[TOY_COMMITTED_ID] = NULL;
+	pmidx_test_engines[TOY_COMMITTED_ID] = &pmidx_test_engine_absent;
 	pmidx_recovery_verify = false;
 	pool = ut_pool_open(dup, SZ);
 	UT_ASSERT(pool->dropping[0]);

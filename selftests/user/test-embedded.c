@@ -55,6 +55,7 @@ static const struct {
 	{ "emb-utree", PMIDX_ENGINE_UTREE },
 	{ "emb-ccl", PMIDX_ENGINE_CCL },
 	{ "emb-b3", PMIDX_ENGINE_B3 },
+	{ "emb-lodge", PMIDX_ENGINE_LODGE },
 };
 
 static int val_of(uint64_t i, char *buf)

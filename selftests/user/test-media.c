@@ -17,6 +17,15 @@
  *  - an overwrite (or delete and put) of the key works and the new value
  *    reads back; a full scan is complete again; with the poison cleared
  *    the structural check passes.
+ * Where the record lies: most engines hold a value's (or a long key's)
+ * bytes once in the image, found by its unique bytes. lodge also keeps
+ * them in log records (the buffered write's, and stale copies in freed
+ * logs), so for lodge the copy the engine reads is found through its
+ * last-level node: the buffered write's record, else the leaf slot's
+ * blob. lodge's "log record" cases rewrite the victim (same value) so
+ * that its live copy is the record in the log, read by get and scan out
+ * of the log: the record's value line is poisoned (records share their
+ * log's pages: not trapped).
  * Runs plain and under ASan (the engines suite).
  */
 #include <stdio.h>
@@ -24,8 +33,10 @@
 #include <string.h>
 #include <shim/pmem.h>
 #include <shim/shim.h>
+#include "core/blob.h"
 #include "core/engine.h"
 #include "harness.h"
+#include "engines/lodge/lodge.h"
 
 #define SZ		(64ULL << 20)
 #define NKEYS		120
@@ -37,6 +48,7 @@ struct mcase {
 	int		off;		/* poisoned byte, from the blob's data */
 	bool		trap;		/* other accesses to the page fault */
 	bool		key;		/* poison the victim's (long) key instead */
+	bool		relog;		/* lodge: the live copy is a log record */
 };
 
 static const struct mcase cases[] = {
@@ -47,6 +59,9 @@ static const struct mcase cases[] = {
 	/* 256-byte objects share the page: poison only */
 	{ "small value (header line)", 100, 0, false, false },
 	{ "out-of-line key", 100, 3, false, true },
+	{ "value in a log record", 4000, 2100, false, false, true },
+	{ "small value in a log record", 100, 0, false, false, true },
+	{ "last line of a log record", 4000, 3999, false, false, true },
 };
 
 /* key i: 8 bytes big-endian; the victim of a key case: 24 bytes */
@@ -155,6 +170,36 @@ static u8 *find_once(void *img, const void *p, size_t len)
 	return at;
 }
 
+/*
+ * lodge: the bytes get and scan read for the victim (buffered record
+ * first, else the leaf's blob); *in_log: the record. A long key is
+ * compared in DRAM while buffered: its pmem copy is the leaf's blob.
+ */
+static u8 *lodge_locate(const struct ctx *x, bool *in_log)
+{
+	struct lodge *t = x->idx->priv;
+	struct lodge_lin *n;
+	struct lodge_leaf *l;
+	u8 k[32];
+	u32 kl = key_of(x, VICTIM, k), len;
+	int j, s;
+
+	n = lodge_find(t, k, kl);
+	j = lodge_buf_find(n, k, kl);
+	*in_log = j >= 0 && !x->c->key;
+	if (*in_log)
+		return pmidx_ptr(t->pm, n->slot[j].rec +
+				 sizeof(struct lodge_rec) + kl);
+	l = lodge_leaf_ptr(t, n->slot[lodge_lin_leaf(n, k, kl)].w);
+	s = lodge_leaf_find(t, l, k, kl);
+	UT_ASSERT_MSG(s >= 0, "lodge: the victim is in no leaf");
+	if (x->c->key)
+		return (u8 *)lodge_slot_key(t, l, s, &len);
+	UT_ASSERT(le64_to_cpu(l->vind) & BIT_ULL(s));
+	return (u8 *)pmidx_blob_data(x->idx->pool,
+				     le64_to_cpu(l->slot[s].val), &len);
+}
+
 static void run_case(u32 e, const struct mcase *c)
 {
 	void *img = ut_img_alloc(SZ);
@@ -169,8 +214,15 @@ static void run_case(u32 e, const struct mcase *c)
 		      "%s: create: %s", pmidx_engine_name(e), why);
 	for (i = 0; i < NKEYS; i++)
 		UT_EQ(put(&x, i, 0), 0);
-	/* the victim's blob: found by its unique bytes */
-	if (c->key) {
+	if (e == PMIDX_ENGINE_LODGE) {
+		bool in_log;
+
+		if (c->relog)
+			UT_EQ(put(&x, VICTIM, 0), 0);
+		data = lodge_locate(&x, &in_log);
+		UT_EQ(in_log, c->relog);
+	} else if (c->key) {
+		/* the victim's blob: found by its unique bytes */
 		data = find_once(img, "key-tail-media!", 16) - 8;
 	} else {
 		make_val(VICTIM, 0, 16, pat);
@@ -231,6 +283,8 @@ static void media_errors_engines(void)
 		if (!pmidx_engine_ops(e))
 			continue;
 		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			if (cases[i].relog && e != PMIDX_ENGINE_LODGE)
+				continue;
 			run_case(e, &cases[i]);
 			ut_note("engine %s: %s: -EIO for that record only",
 				pmidx_engine_name(e), cases[i].name);

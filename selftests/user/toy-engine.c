@@ -304,8 +304,10 @@ const struct pmidx_engine_ops toy_traced_ops = {
 
 void toy_engines_register(bool on)
 {
-	pmidx_test_engines[TOY_COMMITTED_ID] = on ? &toy_committed_ops : NULL;
-	pmidx_test_engines[TOY_TRACED_ID] = on ? &toy_traced_ops : NULL;
+	const struct pmidx_engine_ops *none = &pmidx_test_engine_absent;
+
+	pmidx_test_engines[TOY_COMMITTED_ID] = on ? &toy_committed_ops : none;
+	pmidx_test_engines[TOY_TRACED_ID] = on ? &toy_traced_ops : none;
 }
 
 u64 toy_nodes(struct pmidx_index *idx)

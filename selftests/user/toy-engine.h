@@ -16,7 +16,10 @@
 extern const struct pmidx_engine_ops toy_committed_ops;
 extern const struct pmidx_engine_ops toy_traced_ops;
 
-/* Serve TOY_COMMITTED_ID and TOY_TRACED_ID with the toys (or not). */
+/*
+ * Serve TOY_COMMITTED_ID and TOY_TRACED_ID with the toys, or with no engine
+ * at all (not even the real engines of those ids: "not built in").
+ */
 void toy_engines_register(bool on);
 
 /* Live nodes of a toy index (walks its root). */

@@ -83,6 +83,50 @@ static inline int spin_is_locked(spinlock_t *l)
 #define local_irq_disable()		do { } while (0)
 #define local_irq_enable()		do { } while (0)
 
+/*
+ * rwlock_t on a pthread rwlock: readers share it, the writer is recorded
+ * for lockdep_assert_held(); both count as atomic context, as in the
+ * kernel (preemption off).
+ */
+typedef struct {
+	pthread_rwlock_t	l;
+	struct lockdep_map	dep_map;
+} rwlock_t;
+
+static inline void rwlock_init(rwlock_t *l)
+{
+	pthread_rwlock_init(&l->l, NULL);
+	l->dep_map.owner = 0;
+}
+
+static inline void read_lock(rwlock_t *l)
+{
+	BUG_ON(shim_lock_held_by_me(&l->dep_map));
+	pthread_rwlock_rdlock(&l->l);
+	shim_atomic_depth++;
+}
+
+static inline void read_unlock(rwlock_t *l)
+{
+	shim_atomic_depth--;
+	pthread_rwlock_unlock(&l->l);
+}
+
+static inline void write_lock(rwlock_t *l)
+{
+	BUG_ON(shim_lock_held_by_me(&l->dep_map));
+	pthread_rwlock_wrlock(&l->l);
+	shim_lock_acquired(&l->dep_map);
+	shim_atomic_depth++;
+}
+
+static inline void write_unlock(rwlock_t *l)
+{
+	shim_atomic_depth--;
+	shim_lock_releasing(&l->dep_map);
+	pthread_rwlock_unlock(&l->l);
+}
+
 #include <linux/preempt.h>
 
 /* what the kernel header brings in transitively */
