@@ -200,11 +200,26 @@ void ut_img_free(void *img, u64 size)
 		munmap(img, size);
 }
 
+/*
+ * Copy word by word, as a power cut freezes memory: other threads of the
+ * pool (a GC thread) may still be writing, and such an image is a crash
+ * image like any other. Not instrumented: ThreadSanitizer would report
+ * the snapshot itself as a race with them.
+ */
+__attribute__((no_sanitize("thread")))
+static void img_snapshot(u64 *dst, const u64 *src, u64 size)
+{
+	u64 i;
+
+	for (i = 0; i < size / sizeof(u64); i++)
+		dst[i] = ((const volatile u64 *)src)[i];
+}
+
 void *ut_img_dup(const void *img, u64 size)
 {
 	void *p = ut_img_alloc(size);
 
-	memcpy(p, img, size);
+	img_snapshot(p, img, size);
 	return p;
 }
 

@@ -45,7 +45,8 @@ static void writer_enter(struct b3 *t)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
-		if (likely(!READ_ONCE(t->frozen)))
+		/* pairs with b3_thaw(): the checker's walk is over */
+		if (likely(!smp_load_acquire(&t->frozen)))
 			return;
 		pmidx_epoch_exit(&t->pool->epoch);
 		mutex_lock(&t->gate);

@@ -50,7 +50,8 @@ void b3_freeze(struct b3 *t)
 
 void b3_thaw(struct b3 *t)
 {
-	WRITE_ONCE(t->frozen, false);
+	/* the walk's reads happen before any writer that sees this */
+	smp_store_release(&t->frozen, false);
 	mutex_unlock(&t->gate);
 }
 

@@ -84,7 +84,8 @@ static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 	(*slot)[c->id % UT_DIR_L2] = c;
 	if (c->id >= t->nr_chunks)
 		t->nr_chunks = c->id + 1;
-	t->live_chunks++;
+	/* STATS reads it without the lock */
+	WRITE_ONCE(t->live_chunks, t->live_chunks + 1);
 	return 0;
 }
 
@@ -366,7 +367,7 @@ void ut_chunks_trim(struct utree *t)
 		pmidx_free(&t->pool->alloc, off);
 		t->dir[c->id / UT_DIR_L2][c->id % UT_DIR_L2] = NULL;
 		list_del(&c->partial);
-		t->live_chunks--;
+		WRITE_ONCE(t->live_chunks, t->live_chunks - 1);
 		atomic64_sub(sizeof(*c), &t->dram_bytes);
 		kfree(c);
 	}

@@ -49,7 +49,8 @@ void ut_freeze(struct utree *t)
 
 void ut_thaw(struct utree *t)
 {
-	WRITE_ONCE(t->frozen, false);
+	/* the walk's reads happen before any writer that sees this */
+	smp_store_release(&t->frozen, false);
 	mutex_unlock(&t->gate);
 }
 
