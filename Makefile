@@ -46,6 +46,7 @@ include packaging/packaging.mk
 
 install: install-libpmidx install-tools install-man install-completion \
 	$(if $(UDEVRULESDIR),install-udev)
+	@[ -n "$(DESTDIR)" ] || [ "$$(id -u)" != 0 ] || ldconfig
 
 deps:
 	@tools/install-deps
