@@ -115,5 +115,5 @@ t "make install (PREFIX=/usr/local): man pmidxctl, man 3 pmidx_get, pkg-config" 
 	       man pmidxctl | grep -q 'attach' && man 3 pmidx_get | grep -q '^NAME' &&
 	       PKG_CONFIG_PATH=/usr/local/lib/pkgconfig pkg-config --libs pmidx | grep -q -- -lpmidx &&
 	       /usr/local/bin/pmidxctl --version >/dev/null &&
-	       ldconfig -p | grep -q '/usr/local/lib/libpmidx.so.1 '"
+	       ldconfig -p | grep -q '=> /usr/local/lib/libpmidx.so.1$'"
 exit 0
