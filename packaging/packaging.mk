@@ -95,16 +95,19 @@ dkms-src:
 	@echo "dkms-src: $(DKMS_SRC)"
 
 dkms-install:
-	@if dkms status -m pmidx -v $(PMIDX_VERSION) $(DKMS_FLAGS) | grep -q .; then \
-		dkms remove -m pmidx -v $(PMIDX_VERSION) --all $(DKMS_FLAGS); fi
+	@if dkms status -m pmidx -v $(PMIDX_VERSION) 2>/dev/null | grep -q .; then \
+		echo "dkms remove -m pmidx -v $(PMIDX_VERSION) --all"; \
+		dkms remove -m pmidx -v $(PMIDX_VERSION) --all; fi
 	$(MAKE) --no-print-directory dkms-src DKMS_SRC=/usr/src/pmidx-$(PMIDX_VERSION)
-	dkms add -m pmidx -v $(PMIDX_VERSION) $(DKMS_FLAGS)
+	dkms add -m pmidx -v $(PMIDX_VERSION)
 	dkms build -m pmidx -v $(PMIDX_VERSION) $(DKMS_FLAGS)
 	dkms install -m pmidx -v $(PMIDX_VERSION) $(DKMS_FLAGS)
 
+# DKMS_FLAGS="-k KVER": that kernel's module only (the sources stay for
+# the others); otherwise every kernel's, and the sources.
 dkms-remove:
-	-dkms remove -m pmidx -v $(PMIDX_VERSION) --all $(DKMS_FLAGS)
-	rm -rf /usr/src/pmidx-$(PMIDX_VERSION)
+	-dkms remove -m pmidx -v $(PMIDX_VERSION) $(or $(DKMS_FLAGS),--all)
+	$(if $(DKMS_FLAGS),,rm -rf /usr/src/pmidx-$(PMIDX_VERSION))
 
 # ---- Debian packages ----------------------------------------------------------
 
