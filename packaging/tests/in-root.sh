@@ -58,7 +58,7 @@ for k in $kvers; do
 	ko=$(find /lib/modules/"$k"/updates/dkms -name 'pmidx.ko*' 2>/dev/null | head -n1)
 	t "dkms: pmidx/$ver installed for $k" \
 		sh -c "dkms status -m pmidx -v $ver -k $k 2>/dev/null | grep -q installed && [ -n '$ko' ]"
-	t "pmidx.ko for $k: vermagic $k, parameters documented in pmidx(4)" \
+	t "modinfo pmidx.ko for $k: vermagic $k, parameter persist" \
 		sh -c "modinfo -F vermagic '$ko' | grep -q '^$k ' &&
 		       modinfo -F parm '$ko' | grep -q '^persist:'"
 	mkdir -p "$out/$k" && cp "$ko" "$out/$k/"
