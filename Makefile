@@ -5,6 +5,9 @@
 #   make              module (against the target Debian kernel), tools, tests
 #   make check        check-user + check-vm, ends with "N passed, N failed"
 #   make compat-check the module against Debian's 6.12 headers as well
+#   make install      library, tools, man pages, completions (PREFIX=/usr/local)
+#   make deb          Debian packages in build/deb (packaging/packaging.mk)
+#   make dkms-install the module through DKMS (as root; dkms-remove undoes it)
 #
 # Out-of-tree kbuild runs in this directory (Kbuild); everything else
 # goes to build/.
@@ -13,6 +16,8 @@ KVER	?= $(shell tools/kver.sh)
 KDIR	?= /lib/modules/$(KVER)/build
 KDIR612	?= $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
 B	:= build
+# The project's version: Debian packages (debian/changelog), DKMS, pmidxctl.
+PMIDX_VERSION := 0.1.0
 BIN	:= $(B)/bin
 
 CC	?= gcc
@@ -37,8 +42,11 @@ all: module test-module libpmidx tools selftests user-tools
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk
 include libpmidx/embedded.mk
+include packaging/packaging.mk
 
-install: install-libpmidx
+install: install-libpmidx install-tools install-man install-completion \
+	$(if $(UDEVRULESDIR),install-udev)
+	@[ -n "$(DESTDIR)" ] || [ "$$(id -u)" != 0 ] || ldconfig
 
 deps:
 	@tools/install-deps
@@ -72,14 +80,15 @@ tools: $(BIN)/pmidxctl $(BIN)/pmidx-bench
 
 $(BIN)/pmidxctl: $(PMIDXCTL_SRC) $(wildcard tools/pmidxctl/*.h) uapi/linux/pmidx.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(NL_CFLAGS) $(PMIDXCTL_SRC) -o $@ $(NL_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(NL_CFLAGS) $(LDFLAGS) $(PMIDXCTL_SRC) -o $@ $(NL_LIBS)
 
 # pmidx-bench links the embedded libpmidx: pool files in-process and
 # kernel pools through the same API.
 BENCH_SRC := $(wildcard tools/bench/*.c)
 $(BIN)/pmidx-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h) $(EMB_LIB) libpmidx/include/pmidx.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -I libpmidx/include $(BENCH_SRC) $(EMB_LIB) -luring -lpthread -lm -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -I libpmidx/include $(LDFLAGS) $(BENCH_SRC) $(EMB_LIB) \
+		-luring -lpthread -lm -o $@
 
 # kselftest headers come from Debian's linux-source at build time (GPL-2.0,
 # never committed).

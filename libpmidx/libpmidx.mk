@@ -48,7 +48,7 @@ $(LIBPMIDX_OBJDIR)/%.o: $(LIBPMIDX_DIR)/src/%.c $(LIBPMIDX_HDR)
 
 $(LIBPMIDX_SO): $(LIBPMIDX_OBJ) $(LIBPMIDX_DIR)/libpmidx.map
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libpmidx.so.$(LIBPMIDX_SOMAJOR) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libpmidx.so.$(LIBPMIDX_SOMAJOR) \
 		-Wl,--version-script,$(LIBPMIDX_DIR)/libpmidx.map -Wl,-z,defs \
 		$(LIBPMIDX_OBJ) -o $@ $(LIBPMIDX_LIBS)
 	ln -sf $(@F) $(@D)/libpmidx.so.$(LIBPMIDX_SOMAJOR)
