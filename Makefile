@@ -114,7 +114,7 @@ check-vm: all
 	@tools/run-suites vm
 
 check: deps
-	@$(MAKE) --no-print-directory all compat-check
+	@$(MAKE) --no-print-directory all
 	@tools/run-suites all
 
 # Opt-in: >= 100,000 ADR crash points per engine (tools/testing/crash-long)
