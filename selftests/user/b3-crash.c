@@ -169,6 +169,9 @@ static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 		s.defrags += c->defrags;
 		s.root_splits += c->root_splits;
 		s.repairs += c->repairs;
+		s.redists += c->redists;
+		s.inner_merges += c->inner_merges;
+		s.pages += c->pages;
 	}
 	return s;
 }
@@ -260,6 +263,69 @@ static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
 
 	pmidx_index_stats(idx, &st);
 	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
+}
+
+/*
+ * Review L5, plan item 7: deleting 95 % of a 3-level tree gives the space
+ * back. Leaves merge (or share out with a neighbour) whenever a delete
+ * leaves one under B3_MERGE_UNDER, internal pages merge when a merge
+ * leaves them under-full or childless, the root collapses: the pages
+ * and PM_BYTES left are compared with those of a fresh tree of the
+ * remaining keys (inserted in the same order).
+ */
+#define NSPACE	120000
+
+static void b3_space_return(void)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx, *fr;
+	const char *why = NULL;
+	u64 i, j, keys, full_pages, full_bytes, pages, bytes, fpages, fbytes;
+	int full_h, h;
+	struct b3_pcpu s;
+
+	UT_EQ(pmidx_index_create(pool, "big", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (j = 0; j < NSPACE; j++)
+		UT_EQ(put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
+	full_h = height(idx);
+	UT_ASSERT(full_h >= 3);
+	full_pages = b3_sum(idx).pages;
+	full_bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
+	for (j = 0; j < NSPACE; j++) {
+		i = (j * 104729) % NSPACE;
+		if (i % 20)
+			UT_EQ(del(idx, i), 0);
+	}
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, NSPACE / 20);
+	s = b3_sum(idx);
+	pages = s.pages;
+	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
+	h = height(idx);
+	UT_EQ(pmidx_index_create(pool, "fresh", PMIDX_ENGINE_B3, &fr, &why), 0);
+	for (j = 0; j < NSPACE; j++) {
+		i = (j * 7919) % NSPACE;
+		if (!(i % 20))
+			UT_EQ(put(fr, i, 0), 0);
+	}
+	fpages = b3_sum(fr).pages;
+	fbytes = ix_stat(fr, PMIDX_STAT_PM_BYTES);
+	ut_note("b3: %u keys, %d levels: %llu pages, %llu KiB; 95 %% deleted: %d levels, %llu pages, %llu KiB (%llu merges: %llu redistributions, %llu of internal pages); a fresh tree of the %u left: %d levels, %llu pages, %llu KiB",
+		NSPACE, full_h, (unsigned long long)full_pages,
+		(unsigned long long)full_bytes >> 10, h,
+		(unsigned long long)pages, (unsigned long long)bytes >> 10,
+		(unsigned long long)s.merges, (unsigned long long)s.redists,
+		(unsigned long long)s.inner_merges, NSPACE / 20, height(fr),
+		(unsigned long long)fpages, (unsigned long long)fbytes >> 10);
+	UT_ASSERT(s.inner_merges > 0 && s.redists > 0);
+	/* merged pages hold 1/4..1/2 of a page, a fresh tree's 1/2..1 */
+	UT_ASSERT_MSG(pages <= 3 * fpages, "%llu pages left, fresh %llu",
+		      (unsigned long long)pages, (unsigned long long)fpages);
+	UT_ASSERT(bytes <= 3 * fbytes);
+	UT_ASSERT(h <= height(fr) + 1);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
 }
 
 /*
@@ -793,7 +859,23 @@ struct wl_arg {
 	u64		seed;
 	unsigned int	ops;
 	bool		drop;	/* drop the index at the end (resumed at attach) */
+	bool		drain;	/* then delete all keys but every 16th */
 };
+
+/* the SMOs of the last workload run (the crash-free history) */
+static struct b3_pcpu wl_smos;
+static int wl_height;		/* its highest tree */
+
+static void smos_add(struct pmidx_index *idx)
+{
+	struct b3_pcpu s = b3_sum(idx);
+
+	wl_smos.splits += s.splits;
+	wl_smos.merges += s.merges;
+	wl_smos.redists += s.redists;
+	wl_smos.inner_merges += s.inner_merges;
+	wl_smos.repairs += s.repairs;
+}
 
 static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 {
@@ -828,7 +910,9 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 		if (ret && !(d && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
+		wl_height = max(wl_height, height(idx));
 		if (i == a->ops / 3) {		/* detach and attach */
+			smos_add(idx);
 			pmidx_pool_close(pool);
 			pool = pmidx_pool_open(img, size, false, &why);
 			if (IS_ERR(pool))
@@ -838,6 +922,19 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 				return -EIO;
 		}
 	}
+	for (i = 0; a->drain && i < CKEYS; i++) {
+		u64 n = (i * 97) % CKEYS;	/* scattered over the leaves */
+		u32 kl = key_of(n, k);
+
+		if (!(n % 16))
+			continue;
+		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "kv", k, kl, 0);
+		ret = del(idx, n);
+		if (ret && ret != -ENOENT)
+			return ret;
+		crashsim_op_ack(cs, op);
+	}
+	smos_add(idx);
 	if (a->drop) {
 		/* a crash in the drop: the attach finishes it (index_table.c) */
 		op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "drop", NULL, 0, 0);
@@ -1099,10 +1196,15 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 
 static unsigned int samples = 400;
 
-/* @all: every crash point (unless PMIDX_CRASH_SAMPLES says otherwise) */
-static void run(const char *name, unsigned int ops, bool all, bool drop)
+/*
+ * @all: every crash point (unless PMIDX_CRASH_SAMPLES says otherwise)
+ * @slots: pages full at this many nodes (b3.h B3_CAP), 0: B3_SLOTS
+ */
+static void run(const char *name, unsigned int ops, bool all, bool drop,
+		unsigned int slots)
 {
-	struct wl_arg arg = { .seed = ut_seed, .ops = ops, .drop = drop };
+	struct wl_arg arg = { .seed = ut_seed, .ops = ops, .drop = drop,
+			      .drain = !!slots };
 	struct crashsim_workload wl = {
 		.name = name, .run = wl_b3, .check = check_image, .arg = &arg,
 	};
@@ -1124,12 +1226,22 @@ static void run(const char *name, unsigned int ops, bool all, bool drop)
 		cfg.only_variant = strtol(e, NULL, 0);
 	xk.set = false;
 	xk.n = 0;
+	b3_test_slots = slots ?: B3_SLOTS;
+	memset(&wl_smos, 0, sizeof(wl_smos));
+	wl_height = 0;
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	b3_test_slots = B3_SLOTS;
 	ut_img_free(img2, cfg.pool_size);
 	img2 = NULL;
 	crashsim_print_result(name, &cfg, &res);
 	printf("# %s: %lu images had a half-done SMO repaired by a writer, %lu an SMO on the page a leftover word names\n",
 	       name, repaired, provoked);
+	printf("# %s: the history: %d levels at most, %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %llu repairs\n",
+	       name, wl_height, (unsigned long long)wl_smos.splits,
+	       (unsigned long long)wl_smos.merges,
+	       (unsigned long long)wl_smos.redists,
+	       (unsigned long long)wl_smos.inner_merges,
+	       (unsigned long long)wl_smos.repairs);
 	repaired = 0;
 	provoked = 0;
 	UT_ASSERT(res.points > 0 && res.images >= res.points);
@@ -1142,13 +1254,29 @@ static void run(const char *name, unsigned int ops, bool all, bool drop)
 
 static void b3_crash_smo(void)
 {
-	run("b3_crash_smo", 1200, false, true);
+	run("b3_crash_smo", 1200, false, true, 0);
 }
 
 /* H1: every crash point of a shorter history, each leftover provoked */
 static void b3_crash_leftover_smo(void)
 {
-	run("b3_crash_leftover_smo", 600, true, false);
+	run("b3_crash_leftover_smo", 600, true, false, 0);
+}
+
+/*
+ * §3.3.4 and internal merges (plan items 6, 7): pages full at 16 nodes,
+ * so the same workload grows 3 levels, and its deletes, then deletes of
+ * all keys but every 16th, merge leaves, share leaves out, merge and
+ * share out internal pages and collapse the root. Every crash point, each leftover provoked (an SMO on the page
+ * it names) and crashed again.
+ */
+#define SMALL_SLOTS	16
+
+static void b3_crash_merge(void)
+{
+	run("b3_crash_merge", 500, true, false, SMALL_SLOTS);
+	UT_ASSERT(wl_smos.redists > 0);
+	UT_ASSERT(wl_smos.inner_merges > 0);
 }
 
 static const struct ut_test tests[] = {
@@ -1157,6 +1285,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_crash_counts),
 	UT_TEST(b3_traced_refused),
 	UT_TEST(b3_structure),
+	UT_TEST(b3_space_return),
 	UT_TEST(b3_left_missing),
 	UT_TEST(b3_dead_leaf),
 	UT_TEST(b3_root_sibling),
@@ -1165,6 +1294,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_threads),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),
+	UT_TEST(b3_crash_merge),
 };
 
 int main(int argc, char **argv)

@@ -264,7 +264,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			pc->vblob = 0;
 			return 0;
 		}
-		if (u >= B3_SLOTS)
+		if (u >= B3_CAP)
 			return 1;
 		if (vblob || (meta & B3_M_VBLOB)) {
 			if (b3_txn_begin(t, &txn))
@@ -289,7 +289,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		pc->vblob = 0;
 		return 0;
 	}
-	if (u >= B3_SLOTS)
+	if (u >= B3_CAP)
 		return 1;
 	if (k->len > B3_INLINE_MAX) {
 		if (!pc->kblob)
@@ -426,14 +426,36 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	return 0;
 }
 
+/*
+ * Try a merge (or redistribution, smo.c) after a delete that left @live
+ * keys in leaf @p (NULL: a new copy of it)? Whenever @live is under
+ * B3_MERGE_UNDER (review L5), with hysteresis: a leaf whose merge was
+ * refused (the shape, a neighbour under another parent that would not
+ * merge either) is marked with its live count r (page.c b3_set_tried())
+ * and tried again only once it has halved (at most log2(r) + 2 more
+ * attempts while it drains) or is empty. A leaf copy or any SMO on the
+ * page clears the mark. A merge or a redistribution leaves no page
+ * under the threshold, so a leaf that was not refused is tried once
+ * per descent below it.
+ */
+static bool merge_due(struct b3 *t, struct b3_page *p, u32 live)
+{
+	u32 r;
+
+	if (live >= B3_MERGE_UNDER)
+		return false;
+	r = p ? b3_tried(t, p) : 0;
+	return !r || !live || live <= (r - 1) / 2;
+}
+
 static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 {
 	struct b3 *t = idx->priv;
 	struct b3_key k = { key, klen };
 	struct del_ctx dc = {};
 	unsigned int lt_tries = 0;
-	bool moved = false, root = false;
-	struct b3_page *p;
+	bool moved = false, root = false, cow = false;
+	struct b3_page *p = NULL;
 	int ret;
 
 	this_cpu_inc(t->pcpu->ops_del);
@@ -441,6 +463,7 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		b3_reserve_fill(t, false);
 	writer_enter(t);
 	for (;;) {
+		cow = false;
 		p = writer_leaf(t, &k, &moved, &ret);
 		if (!p) {
 			if (ret == 1)
@@ -456,6 +479,7 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 			mutex_lock(&t->smo);
 			writer_enter(t);
 			ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
+			cow = true;
 			pmidx_epoch_exit(&t->pool->epoch);
 			mutex_unlock(&t->smo);
 			writer_enter(t);
@@ -465,8 +489,7 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		if (!lt_retry(t, &ret, &lt_tries))
 			break;
 	}
-	if (!ret && !root &&
-	    (dc.live == B3_MERGE_UNDER - 1 || !dc.live))
+	if (!ret && !root && merge_due(t, cow ? NULL : p, dc.live))
 		smo_call(t, &k, b3_try_merge);
 	else if (moved)
 		smo_call(t, &k, b3_fix);

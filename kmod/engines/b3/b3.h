@@ -58,12 +58,27 @@
 
 /* ---- tunables --------------------------------------------------------- */
 
+/*
+ * The slots a page fills before it counts as full: B3_SLOTS. The
+ * userspace test build can lower it (b3_test_slots, before an index is
+ * opened) so that a few hundred keys make a tree of 3 or 4 levels, and
+ * the crash simulator reaches internal-page SMOs in a short history.
+ */
+#ifdef PMIDX_TEST_ENGINES
+extern unsigned int b3_test_slots;
+#define B3_CAP			(b3_test_slots)
+#else
+#define B3_CAP			B3_SLOTS
+#endif
 /* a full page with at most this many live nodes is defragmented, not split */
-#define B3_DEFRAG_MAX		(B3_SLOTS - B3_SLOTS / 4)
-/* a leaf with fewer live keys after a delete tries to merge (§3.3.3) */
-#define B3_MERGE_UNDER		(B3_SLOTS / 4)
-/* ... with a neighbour when both fit in this many */
-#define B3_MERGE_MAX		(B3_SLOTS / 2)
+#define B3_DEFRAG_MAX		(B3_CAP - B3_CAP / 4)
+/*
+ * A page with fewer live nodes (keys; separators in an internal page)
+ * tries to merge with a neighbour (§3.3.3) ...
+ */
+#define B3_MERGE_UNDER		(B3_CAP / 4)
+/* ... when both fit in this many, else the two share out (§3.3.4) */
+#define B3_MERGE_MAX		(B3_CAP / 2)
 #define B3_MOVES_MAX		(1U << 20)	/* sibling moves: a cycle */
 /* a writer re-descending past replaced pages: repair, then give up */
 #define B3_RETRY_SPIN		8
@@ -75,13 +90,15 @@ struct b3_pcpu {
 	s64	pages;
 	s64	blob_bytes;
 	u64	splits, merges, defrags, repairs, root_splits;
+	u64	redists, inner_merges;	/* of the merges: internal pages */
 };
 
 /*
  * Page states (DRAM), one u64 per 4 KiB of the pool's data area, in
  * leaves of B3_LT_LEAF words allocated when a page there is first locked
- * or built: used slots (8) | reachable nodes (8) | flags (16). A zero
- * word is a page not counted yet in this open: the first lock counts it.
+ * or built: merge refused at (8, bits 32..39) | used slots (8) |
+ * reachable nodes (8) | flags (16). A zero word is a page not counted
+ * yet in this open: the first lock counts it.
  */
 #define B3_LT_SHIFT		9
 #define B3_LT_LEAF		(1U << B3_LT_SHIFT)
@@ -92,6 +109,8 @@ struct b3_pcpu {
 #define B3_LK_DEAD		2ULL	/* replaced by an SMO: writers retry */
 #define B3_LK_VALID		4ULL	/* counts are set */
 #define B3_LK_GONE		8ULL	/* retired: a second retire is corruption */
+/* bits 32..39: live nodes + 1 when a merge of the page was refused */
+#define B3_LK_TRIED_SHIFT	32
 
 /* Working space of the one SMO running (under b3.smo). */
 struct b3_scratch;
@@ -183,8 +202,8 @@ struct b3_scratch {
 	u8		fix_len[B3_MAX_LEVEL];
 	int		fix_level;
 	struct b3_lnode	ln[2 * B3_SLOTS];
-	struct b3_inode	in[B3_SLOTS];
-	u64		child[B3_SLOTS + 1];
+	struct b3_inode	in[2 * B3_SLOTS + 1];	/* two pages and a separator */
+	u64		child[2 * B3_SLOTS + 2];
 	u8		slots[B3_SLOTS];
 };
 
@@ -237,6 +256,8 @@ void b3_locks_free(struct b3 *t);
 u32 b3_used(struct b3 *t, const struct b3_page *p);
 u32 b3_live(struct b3 *t, const struct b3_page *p);
 void b3_set_cnt(struct b3 *t, struct b3_page *p, u32 used, u32 live);
+u32 b3_tried(struct b3 *t, const struct b3_page *p);
+void b3_set_tried(struct b3 *t, struct b3_page *p, u32 live);
 int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
 		 const struct b3_key *k, struct b3_lpos *pos);
 int b3_leaf_inorder(const struct b3 *t, const struct b3_page *p, u8 *slots);

@@ -224,6 +224,10 @@ int b3_lt_fill(struct b3 *t)
 	return 1;
 }
 
+#ifdef PMIDX_TEST_ENGINES
+unsigned int b3_test_slots = B3_SLOTS;	/* b3.h B3_CAP */
+#endif
+
 static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
 {
 	u64 *w = lk_word(t, p);
@@ -252,6 +256,31 @@ void b3_set_cnt(struct b3 *t, struct b3_page *p, u32 used, u32 live)
 			       (B3_LK_CNT_MASK << B3_LK_LIVE_SHIFT));
 	WRITE_ONCE(*lw, w | B3_LK_VALID | (u64)used << B3_LK_USED_SHIFT |
 			(u64)live << B3_LK_LIVE_SHIFT);
+}
+
+/*
+ * Hysteresis of merge attempts (b3.c b3_del()): a merge of @p refused
+ * when it had @live nodes. Advisory: a lock holder's b3_set_cnt() or
+ * b3_unlock() racing this may drop the mark (one more attempt, no harm),
+ * so it is set with cmpxchg and never needs the lock. A new page (same
+ * lock word after a free) starts unmarked (page_init()).
+ * Return: 0 never refused, else the live count then + 1.
+ */
+u32 b3_tried(struct b3 *t, const struct b3_page *p)
+{
+	return (lk_load(t, p) >> B3_LK_TRIED_SHIFT) & B3_LK_CNT_MASK;
+}
+
+void b3_set_tried(struct b3 *t, struct b3_page *p, u32 live)
+{
+	u64 *lw = lk_word(t, p), old, w;
+
+	if (!lw)
+		return;
+	old = READ_ONCE(*lw);
+	w = (old & ~(B3_LK_CNT_MASK << B3_LK_TRIED_SHIFT)) |
+	    (u64)(min(live, 0xfeU) + 1) << B3_LK_TRIED_SHIFT;
+	cmpxchg(lw, old, w);
 }
 
 /**

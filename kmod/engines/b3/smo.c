@@ -31,6 +31,24 @@
  * node is not in yet), then swap_in() replaces A (and B behind it) by
  * the merged page.
  *
+ * Redistribution (§3.3.4), when A and B do not fit in half a page: the
+ * same q-removal stores, then swap_in() replaces A (and B) by n' and m',
+ * A's and B's nodes shared out evenly (n'.sibling = m', m'.sibling =
+ * B.sibling), with step 3 storing a new separator node q' (key low(m'),
+ * children n' and m', written and persisted in a free slot of the parent
+ * beforehand): from the q-removal on, this is exactly a split of one page
+ * A|B, and every state a crash leaves is one fix_path() repairs (at most
+ * two pages of the chain under one word).
+ *
+ * The same protocol runs at every level: an internal page P and its
+ * neighbour under the same parent page merge (or share out) into pages
+ * whose separators are P's, a new copy of q's key (= low(B): between
+ * P's last child and B's first) and B's. The children do not move. A
+ * page that is its parent's only child (no q) has its parent merged with
+ * the parent's neighbour first, and a merge that leaves its parent under
+ * B3_MERGE_UNDER separators merges the parent in turn; the root
+ * collapses into its only child.
+ *
  * Leftovers of a crash are the intermediate states above: a child word
  * naming a page to the left of its range, or a range spanning two pages
  * of a chain. Writers that meet one (tree.c) come here; b3_fix() puts
@@ -330,7 +348,7 @@ static int room_at(struct b3 *t, struct b3_path *path, int lvl, u32 need)
 	ret = b3_lock(t, p);
 	if (ret)
 		return ret == -EAGAIN ? 1 : ret;
-	if (b3_used(t, p) + need <= B3_SLOTS) {
+	if (b3_used(t, p) + need <= B3_CAP) {
 		b3_unlock(t, p);
 		return 0;
 	}
@@ -651,7 +669,8 @@ static void collapse_root(struct b3 *t)
 	while (off) {
 		r = b3_pg(t, off);
 		w = b3_ld(&r->root);
-		if (!r->level || !b3_w_is_page(w) || b3_ld(&r->sibling))
+		if (!r->level || !b3_w_is_page(w) || b3_ld(&r->sibling) ||
+		    !b3_page_ok(t, w) || b3_ld(&b3_pg(t, w)->sibling))
 			return;
 		/* txn: the old root page out (a later merge tries again) */
 		if (b3_txn_begin(t, &txn))
@@ -663,37 +682,83 @@ static void collapse_root(struct b3 *t)
 	}
 }
 
-/**
- * b3_try_merge - merge the leaf of @k with a neighbour when both are
- *                under-full (file comment)
- * Context: under t->smo, inside an epoch section.
+/* The level of the root page, -1 for an empty index. */
+static int top_level(struct b3 *t)
+{
+	u64 off = b3_ld(&t->root->top);
+
+	if (!off)
+		return -1;
+	if (!b3_page_ok(t, off))
+		return -EUCLEAN;
+	return b3_pg(t, off)->level;
+}
+
+#define MERGE_TRIES	4	/* descents per merge_at() (repairs between) */
+
+/* A leaf merge refused: not tried again before it halves (b3.c). */
+static int refuse(struct b3 *t, struct b3_page *x, int lvl)
+{
+	if (!lvl)
+		b3_set_tried(t, x, b3_live(t, x));
+	return 1;
+}
+
+/*
+ * Merge page X at level @lvl (the page of @k there) with a neighbour A|B
+ * under the same parent page, or share A and B out over two new pages
+ * (file comment). An internal pair gets q's key between A's last child
+ * and B's first, a new copy (q and its blob go with q's store).
+ * Return: 0 done or nothing to do, 1 refused (the shape, nothing
+ * under-full, a leftover in the way: the caller's hysteresis), < 0.
  */
-int b3_try_merge(struct b3 *t, const struct b3_key *k)
+static int merge_at(struct b3 *t, const struct b3_key *k, int lvl)
 {
 	struct b3_scratch *s = t->scr;
 	struct b3_path *path = &s->path;
-	struct b3_page *a, *b, *par, *m, *l;
-	struct b3_step *st;
-	struct b3_inode *q;
-	struct pmidx_txn tq, sw;
+	struct b3_page *a, *b, *x, *par, *l, *n1, *n2 = NULL;
+	struct b3_key low, k2 = {}, qk;
+	struct b3_inode *q, qc = {}, *sep = NULL, med = {};
+	struct pmidx_txn tq, sw, fin, *f = NULL;
+	unsigned int tries = 0;
+	int ret, na, nb, tot, m = 0, top;
+	bool rule1, direct, redist, own_med = false;
+	u64 w, o1 = 0, o2 = 0;
 	__le64 *wp, *gw;
-	struct b3_key low;
-	int ret, na, nb;
-	bool rule1, direct;
-	u64 w, o;
+	u32 slot = 0;
 
 again:
-	ret = b3_descend(t, k, 0, path);
+	if (++tries > MERGE_TRIES)
+		return 1;
+	top = top_level(t);
+	if (top < 0)
+		return top == -1 ? 0 : top;
+	if (lvl >= top)
+		return 0;		/* the root: collapse_root()'s */
+	ret = b3_descend(t, k, lvl, path);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
-	if (path->bad >= 0)
-		return settle(t, fix_path(t, path));
-	st = &path->lv[0];
-	if (!path->top || st->ref.slot < 0)
-		return 0;
-	par = st->ref.pg;
-	q = &par->i[st->ref.slot];
-	rule1 = !st->ref.right;
+	if (path->bad >= 0) {
+		ret = settle(t, fix_path(t, path));
+		if (ret)
+			return ret;
+		goto again;
+	}
+	x = path->lv[lvl].pg;
+	if (path->lv[lvl].ref.slot < 0) {
+		/* the only child of its parent: the parent merges first */
+		if (lvl + 1 == path->top) {
+			collapse_root(t);
+			return 0;
+		}
+		ret = merge_at(t, k, lvl + 1);
+		if (ret)
+			return ret < 0 ? ret : refuse(t, x, lvl);
+		goto again;
+	}
+	par = path->lv[lvl].ref.pg;
+	q = &par->i[path->lv[lvl].ref.slot];
+	rule1 = !path->lv[lvl].ref.right;
 	/* the neighbour: leftmost of q.right, or rightmost of q.left */
 	wp = rule1 ? &q->right : &q->left;
 	w = b3_ld(wp);
@@ -703,10 +768,11 @@ again:
 	}
 	if (!b3_w_is_page(w) || !b3_page_ok(t, w))
 		return -EUCLEAN;
-	a = rule1 ? st->pg : b3_pg(t, w);
-	b = rule1 ? b3_pg(t, w) : st->pg;
-	if (b3_ld(&a->sibling) != b3_pgoff(t, b) || a->level || b->level)
-		return 0;
+	a = rule1 ? x : b3_pg(t, w);
+	b = rule1 ? b3_pg(t, w) : x;
+	if (b3_ld(&a->sibling) != b3_pgoff(t, b) || a->level != lvl ||
+	    b->level != lvl)
+		return refuse(t, x, lvl);
 	/* both are retired; the step-1 leftover of a crash may name either */
 	ret = before_retire(t, a);
 	if (!ret)
@@ -719,51 +785,144 @@ again:
 	}
 	ret = b3_lock(t, par);
 	if (ret)
-		return ret == -EAGAIN ? 0 : ret;
+		goto locked_none;
 	ret = b3_lock(t, a);
 	if (ret)
 		goto out_par;
 	ret = b3_lock(t, b);
 	if (ret)
 		goto out_a;
-	if (b3_live(t, a) + b3_live(t, b) > B3_MERGE_MAX)
+	/* A's and B's nodes (and q's key between them) in key order */
+	na = gather(t, a, s->ln, s->in, s->child);
+	if (na < 0) {
+		ret = na;
 		goto out_b;
-	na = gather(t, a, s->ln, NULL, NULL);
-	nb = na < 0 ? na : gather(t, b, s->ln + na, NULL, NULL);
+	}
+	if (lvl) {
+		s->in[na] = *q;		/* replaced by a copy below */
+		nb = gather(t, b, NULL, s->in + na + 1, s->child + na + 1);
+		tot = na + nb + 1;
+	} else {
+		nb = gather(t, b, s->ln + na, NULL, NULL);
+		tot = na + nb;
+	}
 	ret = nb < 0 ? nb : 0;
 	if (ret)
 		goto out_b;
+	redist = tot > B3_MERGE_MAX;
+	ret = 1;
+	if (redist && min(na, nb) >= B3_MERGE_UNDER)
+		goto out_b;		/* nothing under-full (any more) */
+	if (redist && b3_used(t, par) >= B3_CAP) {
+		/* no slot for the new separator: room in the parent first */
+		b3_unlock(t, b);
+		b3_unlock(t, a);
+		b3_unlock(t, par);
+		ret = settle(t, room_at(t, path, lvl + 1, 1));
+		if (ret)
+			return ret;
+		goto again;
+	}
 	/* before the first store: q's removal is not undone on an error */
 	l = b3_left_of(t, a);
 	ret = PTR_ERR_OR_ZERO(l);
 	if (ret)
 		goto out_b;
 	low = b3_low(a);
-	o = b3_page_new(t, 0, &low);
+	if (lvl) {
+		qk = b3_node_key(t, &q->key, le32_to_cpu(q->meta));
+		k2 = b3_low(b);
+		ret = -EUCLEAN;
+		if (b3_cmp(&qk, &k2))
+			goto out_b;	/* every separator is its page's low key */
+		ret = b3_sep_make(t, &qc, &qk, 0, 0);
+		if (ret)
+			goto out_b;
+		s->in[na] = qc;
+	}
+	if (redist) {
+		m = tot / 2;
+		if (lvl) {
+			med = s->in[m];
+			own_med = m != na;	/* A's or B's: goes with them */
+			k2 = b3_node_key(t, &med.key, le32_to_cpu(med.meta));
+		} else {
+			k2 = b3_node_key(t, &s->ln[m].key,
+					 le32_to_cpu(s->ln[m].meta));
+		}
+	}
 	ret = -ENOSPC;
-	if (!o)
-		goto out_b;
-	m = b3_pg(t, o);
-	b3_build_leaf(t, m, s->ln, na + nb);
-	m->sibling = cpu_to_le64(b3_ld(&b->sibling));
-	persist_page(t, m);
-	/* both txns before the first store: none may fail after it */
+	o1 = b3_page_new(t, lvl, &low);
+	if (!o1)
+		goto fail;
+	n1 = b3_pg(t, o1);
+	if (redist) {
+		o2 = b3_page_new(t, lvl, &k2);
+		if (!o2)
+			goto fail;
+		n2 = b3_pg(t, o2);
+		if (!lvl) {
+			b3_build_leaf(t, n1, s->ln, m);
+			b3_build_leaf(t, n2, s->ln + m, tot - m);
+		} else {
+			b3_build_inner(t, n1, s->child, s->in, m);
+			b3_build_inner(t, n2, s->child + m + 1, s->in + m + 1,
+				       tot - m - 1);
+		}
+		n1->sibling = cpu_to_le64(o2);
+		n2->sibling = cpu_to_le64(b3_ld(&b->sibling));
+		persist_page(t, n2);
+		/* the new separator (a copy of low(n2)) in a free slot */
+		slot = b3_used(t, par);
+		sep = &par->i[slot];
+		ret = b3_sep_make(t, sep, &k2, o1, o2);
+		if (ret)
+			goto fail;
+	} else {
+		if (!lvl)
+			b3_build_leaf(t, n1, s->ln, tot);
+		else
+			b3_build_inner(t, n1, s->child, s->in, tot);
+		n1->sibling = cpu_to_le64(b3_ld(&b->sibling));
+	}
+	persist_page(t, n1);
+	/* every txn before the first store: none may fail after it */
 	ret = b3_txn_begin(t, &tq);
 	if (!ret) {
 		ret = b3_txn_begin(t, &sw);
 		if (ret)
 			b3_txn_cancel(t, &tq);
 	}
+	if (!ret && redist && l) {
+		ret = b3_txn_begin(t, &fin);
+		if (ret) {
+			b3_txn_cancel(t, &sw);
+			b3_txn_cancel(t, &tq);
+		}
+		f = &fin;
+	}
 	if (ret) {
-		page_drop(t, o);
-		goto out_b;
+		if (sep)
+			b3_sep_free(t, sep, true);
+		goto fail;
 	}
 	txn_free_sep(&tq, q);		/* q's store unlinks q's key blob */
-	pmidx_txn_alloc(&sw, o);	/* the swap: m in, A and B out */
+	/* the swap: the new pages in (with q's copy), A and B out */
+	pmidx_txn_alloc(&sw, o1);
+	if (o2)
+		pmidx_txn_alloc(&sw, o2);
+	if (lvl && (!redist || own_med))
+		txn_alloc_sep(&sw, &qc);
+	if (own_med)
+		txn_free_sep(&sw, &med);
+	if (sep)
+		txn_alloc_sep(f ?: &sw, sep);	/* by step 3 */
 	pmidx_txn_free(&sw, b3_pgoff(t, a));
 	pmidx_txn_free(&sw, b3_pgoff(t, b));
+	if (sep)
+		pmidx_persist(t->pm, sep, B3_NODE_SIZE);
 
-	gw = b3_ref_word(t, &st->gref);
+	gw = b3_ref_word(t, &path->lv[lvl].gref);
 	direct = wp == (rule1 ? &q->right : &q->left);
 	if (rule1) {
 		b3_commit(t, wp, b3_pgoff(t, a));
@@ -772,22 +931,62 @@ again:
 		b3_commit_txn(t, &tq, gw, b3_ld(&q->left));
 	}
 	/* one word now names A for A's and B's ranges: q's is gone */
-	swap_in(t, l, direct ? gw : wp, o, o, &sw, NULL);
-	b3_set_cnt(t, par, b3_used(t, par), b3_live(t, par) - 1);
+	if (sep)
+		b3_set_cnt(t, par, slot + 1, b3_live(t, par));
+	else
+		b3_set_cnt(t, par, b3_used(t, par), b3_live(t, par) - 1);
+	swap_in(t, l, direct ? gw : wp, o1, sep ? slot + 1 : o1, &sw, f);
 	b3_sep_free(t, q, false);
+	if (own_med)
+		b3_sep_free(t, &med, false);
+	else if (lvl && redist)
+		b3_sep_free(t, &qc, true);	/* never linked: sep is a copy */
 	b3_kill(t, b);
 	b3_kill(t, a);
 	b3_unlock(t, par);
 	b3_page_retire(t, b3_pgoff(t, a));
 	b3_page_retire(t, b3_pgoff(t, b));
 	this_cpu_inc(t->pcpu->merges);
+	if (redist)
+		this_cpu_inc(t->pcpu->redists);
+	if (lvl)
+		this_cpu_inc(t->pcpu->inner_merges);
+	/* the parent lost a separator: its turn (plan item 7) */
+	if (!redist && lvl + 1 < path->top && b3_live(t, par) < B3_MERGE_UNDER) {
+		ret = merge_at(t, k, lvl + 1);
+		if (ret < 0)
+			return ret;
+	}
 	collapse_root(t);
 	return 0;
+fail:
+	if (lvl)
+		b3_sep_free(t, &qc, true);
+	page_drop(t, o1);
+	page_drop(t, o2);
+	goto out_b;
 out_b:
 	b3_unlock(t, b);
 out_a:
 	b3_unlock(t, a);
 out_par:
 	b3_unlock(t, par);
-	return ret == -EAGAIN ? 0 : ret;
+locked_none:
+	if (ret == -EAGAIN)
+		goto again;
+	return ret == 1 ? refuse(t, x, lvl) : ret;
+}
+
+/**
+ * b3_try_merge - merge (or redistribute) the leaf of @k with a neighbour
+ *                (file comment); a merge that leaves the parent page
+ *                under-full merges it in turn, and so on up
+ * Context: under t->smo, inside an epoch section.
+ * Return: 0 (also when nothing was done), < 0 an error.
+ */
+int b3_try_merge(struct b3 *t, const struct b3_key *k)
+{
+	int ret = merge_at(t, k, 0);
+
+	return min(ret, 0);
 }
