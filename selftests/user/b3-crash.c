@@ -19,6 +19,7 @@
  *   b3-crash --seed S --only NAME
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <linux/crc32.h>
 #include <linux/prandom.h>
@@ -849,6 +850,133 @@ static void b3_threads(void)
 	ut_img_free(img, SZ);
 }
 
+/*
+ * Lock-free readers while pages merge, share out (leaves and internal
+ * pages), split and the root grows and collapses: pages full at 16
+ * nodes; writers insert, then delete, their own keys, round after round;
+ * every 8th key stays, and readers and a scanner check it meanwhile.
+ */
+#define MKEYS	4000
+#define MROUNDS	3
+#define MSLOTS	16
+
+static void *wave_writer(void *p)
+{
+	struct targ *a = p;
+	u8 k[256], v[24];
+	unsigned int r;
+	u64 i, n;
+
+	for (r = 0; r < MROUNDS; r++) {
+		for (i = 0; i < MKEYS; i++) {
+			n = (i * 7919) % MKEYS;
+			if (!(n % 8) || n % 3 != a->id)
+				continue;
+			memset(v, r + n, sizeof(v));
+			a->errors += !!a->idx->ops->put(a->idx, k, key_of(n, k),
+							v, 8 + n % 16, 0);
+		}
+		for (i = 0; i < MKEYS; i++) {
+			n = (i * 104729) % MKEYS;
+			if (!(n % 8) || n % 3 != a->id)
+				continue;
+			a->errors += !!a->idx->ops->del(a->idx, k, key_of(n, k));
+		}
+	}
+	return NULL;
+}
+
+static void *wave_reader(void *p)
+{
+	struct targ *a = p;
+	u8 k[256], v[32];
+	u64 n = a->id * 8;
+
+	while (!*a->stop) {
+		u32 kl, vl = sizeof(v);
+
+		n = (n + 8 * 7919) % MKEYS & ~7ULL;
+		kl = key_of(n, k);
+		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8 ||
+		    memcmp(v, &n, 8))
+			a->errors++;
+	}
+	return NULL;
+}
+
+static void *wave_scanner(void *p)
+{
+	struct targ *a = p;
+
+	while (!*a->stop) {
+		struct counter c = { .sink.emit = count_emit };
+
+		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
+						 &c.sink);
+		a->errors += c.bad || c.n < MKEYS / 8;
+	}
+	return NULL;
+}
+
+/* every commit store of a writer: give the readers a turn */
+static void store_yield(void)
+{
+	sched_yield();
+}
+
+static void b3_threads_merge(void)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool;
+	struct targ args[6];
+	pthread_t th[6];
+	_Atomic int stop = 0;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	struct b3_pcpu s;
+	u64 n, keys;
+	int i;
+
+	b3_test_slots = MSLOTS;
+	pool = ut_pool_new(img, SZ);
+	UT_EQ(pmidx_index_create(pool, "w", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < MKEYS; n += 8) {
+		u8 k[256];
+
+		UT_EQ(idx->ops->put(idx, k, key_of(n, k), (u8 *)&n, 8, 0), 0);
+	}
+	b3_test_store_hook = store_yield;
+	for (i = 0; i < 6; i++) {
+		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		if (i >= 3)
+			args[i].id = i - 3;
+		UT_EQ(pthread_create(&th[i], NULL,
+				     i < 3 ? wave_writer :
+				     i < 5 ? wave_reader : wave_scanner,
+				     &args[i]), 0);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	stop = 1;
+	for (i = 3; i < 6; i++)
+		pthread_join(th[i], NULL);
+	b3_test_store_hook = NULL;
+	for (i = 0; i < 6; i++)
+		UT_ASSERT_MSG(!args[i].errors, "thread %d: %lu errors", i,
+			      args[i].errors);
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	UT_EQ(keys, (MKEYS + 7) / 8);
+	s = b3_sum(idx);
+	ut_note("b3: pages of %u nodes, %u rounds of 3 writers: %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %d levels at the end",
+		MSLOTS, MROUNDS, (unsigned long long)s.splits,
+		(unsigned long long)s.merges, (unsigned long long)s.redists,
+		(unsigned long long)s.inner_merges, height(idx));
+	UT_ASSERT(s.redists > 0 && s.inner_merges > 0);
+	pmidx_pool_close(pool);
+	b3_test_slots = B3_SLOTS;
+	ut_img_free(img, SZ);
+}
+
 /* ---- the crash simulator ------------------------------------------------- */
 
 #define CKEYS	300
@@ -1292,6 +1420,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_lt_nomem),
 	UT_TEST(b3_dup_key),
 	UT_TEST(b3_threads),
+	UT_TEST(b3_threads_merge),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),
 	UT_TEST(b3_crash_merge),

@@ -67,8 +67,19 @@
 #ifdef PMIDX_TEST_ENGINES
 extern unsigned int b3_test_slots;
 #define B3_CAP			(b3_test_slots)
+/*
+ * Called after every 8-byte commit store (page.c b3_commit*()): a test
+ * widens the windows between an SMO's stores for its lock-free readers.
+ */
+extern void (*b3_test_store_hook)(void);
+static inline void b3_test_store(void)
+{
+	if (b3_test_store_hook)
+		b3_test_store_hook();
+}
 #else
 #define B3_CAP			B3_SLOTS
+static inline void b3_test_store(void) { }
 #endif
 /* a full page with at most this many live nodes is defragmented, not split */
 #define B3_DEFRAG_MAX		(B3_CAP - B3_CAP / 4)

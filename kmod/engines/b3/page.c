@@ -226,6 +226,7 @@ int b3_lt_fill(struct b3 *t)
 
 #ifdef PMIDX_TEST_ENGINES
 unsigned int b3_test_slots = B3_SLOTS;	/* b3.h B3_CAP */
+void (*b3_test_store_hook)(void);
 #endif
 
 static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
@@ -501,6 +502,7 @@ void b3_commit(struct b3 *t, __le64 *w, u64 val)
 	/* release: pairs with b3_ld() */
 	smp_store_release(w, cpu_to_le64(val));
 	pmidx_persist(t->pm, w, sizeof(*w));
+	b3_test_store();
 }
 
 /*
@@ -548,6 +550,7 @@ static void link_store(struct b3 *t, struct pmidx_txn *x, void *w,
 void b3_commit_txn(struct b3 *t, struct pmidx_txn *x, __le64 *w, u64 val)
 {
 	link_store(t, x, w, 8, val);
+	b3_test_store();
 }
 
 /*
