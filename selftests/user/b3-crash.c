@@ -1392,13 +1392,13 @@ static void b3_crash_leftover_smo(void)
 }
 
 /*
- * §3.3.4 and internal merges (plan items 6, 7): pages full at 16 nodes,
+ * §3.3.4 and internal merges (plan items 6, 7): pages full at 12 nodes,
  * so the same workload grows 3 levels, and its deletes, then deletes of
  * all keys but every 16th, merge leaves, share leaves out, merge and
  * share out internal pages and collapse the root. Every crash point, each leftover provoked (an SMO on the page
  * it names) and crashed again.
  */
-#define SMALL_SLOTS	16
+#define SMALL_SLOTS	12
 
 static void b3_crash_merge(void)
 {
