@@ -56,17 +56,22 @@ bool ut_in_data(const struct utree *t, u64 off, u64 size)
 
 /* ---- chunk directory ------------------------------------------------- */
 
+/* Lock-free: writers publish with dir_set() under alloc_lock. */
 struct ut_chunk *ut_chunk_get(const struct utree *t, u32 id)
 {
 	struct ut_chunk **l2;
 
-	if (id >= t->nr_chunks)
+	if (id >= READ_ONCE(t->nr_chunks))
 		return NULL;
-	l2 = t->dir[id / UT_DIR_L2];
-	return l2 ? l2[id % UT_DIR_L2] : NULL;
+	/* pairs with dir_set(): the zeroed level-2 array before its pointer */
+	l2 = smp_load_acquire(&t->dir[id / UT_DIR_L2]);
+	return l2 ? READ_ONCE(l2[id % UT_DIR_L2]) : NULL;
 }
 
-/* Enter @c in the directory. Context: alloc_lock held or no concurrency. */
+/*
+ * Enter @c in the directory. Context: alloc_lock held or no concurrency;
+ * ut_chunk_get() reads it without the lock.
+ */
 static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 {
 	struct ut_chunk ***slot = &t->dir[c->id / UT_DIR_L2];
@@ -74,16 +79,18 @@ static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 	if (c->id >= UT_DIR_MAX)
 		return -ENOSPC;
 	if (!*slot) {
-		*slot = kcalloc(UT_DIR_L2, sizeof(**slot), gfp);
-		if (!*slot)
+		struct ut_chunk **l2 = kcalloc(UT_DIR_L2, sizeof(**slot), gfp);
+
+		if (!l2)
 			return -ENOMEM;
+		smp_store_release(slot, l2);
 		atomic64_add(UT_DIR_L2 * sizeof(**slot), &t->dram_bytes);
 	}
 	if ((*slot)[c->id % UT_DIR_L2])
 		return -EEXIST;
-	(*slot)[c->id % UT_DIR_L2] = c;
+	WRITE_ONCE((*slot)[c->id % UT_DIR_L2], c);
 	if (c->id >= t->nr_chunks)
-		t->nr_chunks = c->id + 1;
+		WRITE_ONCE(t->nr_chunks, c->id + 1);
 	/* STATS reads it without the lock */
 	WRITE_ONCE(t->live_chunks, t->live_chunks + 1);
 	return 0;
