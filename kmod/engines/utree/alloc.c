@@ -83,6 +83,7 @@ static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 
 		if (!l2)
 			return -ENOMEM;
+		/* pairs with ut_chunk_get(): zeroed before it is seen */
 		smp_store_release(slot, l2);
 		atomic64_add(UT_DIR_L2 * sizeof(**slot), &t->dram_bytes);
 	}
