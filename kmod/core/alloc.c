@@ -59,6 +59,7 @@
 #include <linux/log2.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/vmalloc.h>
 #include <linux/crc32.h>
 #include "alloc.h"
@@ -403,12 +404,22 @@ u64 pmidx_alloc(struct pmidx_alloc *a, size_t size)
  *
  * Like pmidx_alloc(), but the object is found again after a crash only
  * once a pmidx_txn that allocates it has ended (see file comment); until
- * then a crash frees it. Needs pmidx_alloc_intents_enable().
+ * then a crash frees it. Needs pmidx_alloc_intents_enable(). Fails (0)
+ * while committed-mode space is frozen (alloc.h).
  */
 u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size)
 {
 	if (WARN_ON_ONCE(!a->intents))
 		return 0;
+	if (READ_ONCE(a->committed_frozen)) {
+		/* once per attach (a race may print it twice: harmless) */
+		if (!READ_ONCE(a->frozen_warned)) {
+			WRITE_ONCE(a->frozen_warned, true);
+			pr_warn("pmidx: committed-mode allocations refused until %s\n",
+				a->frozen_why);
+		}
+		return 0;
+	}
 	return alloc_mode(a, PMIDX_MODE_COMMITTED, size);
 }
 
@@ -554,7 +565,9 @@ static void chunk_requeue(struct pmidx_alloc *a, struct pmidx_chunk *c)
 		c->state = PMIDX_CS_PARTIAL;
 		list_add_tail(&c->node, &cl->partial);
 	}
-	if (c->state == PMIDX_CS_PARTIAL && !c->nr_used) {
+	/* frozen: kept on the list, empty (alloc.h, a drop that waits) */
+	if (c->state == PMIDX_CS_PARTIAL && !c->nr_used &&
+	    !(type_committed(c->type) && READ_ONCE(a->committed_frozen))) {
 		list_del_init(&c->node);
 		c->state = PMIDX_CS_FREE;
 		release = true;
@@ -586,8 +599,13 @@ void pmidx_free(struct pmidx_alloc *a, u64 off)
 	if (type_run(c->type)) {
 		if (WARN_ON_ONCE(c->nr_used != 1))
 			return;
+		spin_lock(&c->lock);
 		c->nr_used = 0;
-		chunks_release(a, chunk_index(a, c), c->run);
+		c->dirty = true;
+		spin_unlock(&c->lock);
+		/* frozen: a dead head keeps its chunks (alloc.h) */
+		if (!(type_committed(c->type) && READ_ONCE(a->committed_frozen)))
+			chunks_release(a, chunk_index(a, c), c->run);
 		goto account;
 	}
 
@@ -864,6 +882,22 @@ static void rebuild_lists(struct pmidx_alloc *a)
 			i += c->run - 1;
 			continue;
 		}
+		/* frozen: an empty committed chunk stays (alloc.h) */
+		if (type_slab(c->type) && type_committed(c->type) &&
+		    a->committed_frozen) {
+			__set_bit(i, a->free_map);
+			c->state = PMIDX_CS_PARTIAL;
+			list_add_tail(&c->node,
+				      &a->classes[PMIDX_MODE_COMMITTED][c->class].partial);
+			continue;
+		}
+		if (c->type == PMIDX_CHUNK_RUN_C && a->committed_frozen) {
+			bitmap_set(a->free_map, i, c->run);
+			for (j = 0; j < c->run; j++)
+				a->chunks[i + j].state = PMIDX_CS_RUN;
+			i += c->run - 1;
+			continue;
+		}
 		/* Empty slab, dead run head or orphan tail: free it. */
 		if (c->type != PMIDX_CHUNK_FREE)
 			chunk_set_desc(a, i, PMIDX_CHUNK_FREE, 0, 0);
@@ -967,6 +1001,22 @@ static int load_committed(struct pmidx_alloc *a, const char **why)
 }
 
 /**
+ * pmidx_alloc_freeze_committed - keep every committed-mode chunk and
+ *                                refuse committed allocations (alloc.h,
+ *                                "A drop that waits for its engine")
+ * @why: what the freeze waits for, for the report ("index X's drop is
+ *       resumed by a module with engine Y")
+ *
+ * Context: attach, before pmidx_alloc_load_clean() or
+ * pmidx_alloc_trace_begin(); lasts until the allocator is destroyed.
+ */
+void pmidx_alloc_freeze_committed(struct pmidx_alloc *a, const char *why)
+{
+	strscpy(a->frozen_why, why, sizeof(a->frozen_why));
+	WRITE_ONCE(a->committed_frozen, true);
+}
+
+/**
  * pmidx_alloc_load_clean - rebuild DRAM state from written-back headers
  *
  * Only valid after a clean detach. Any inconsistency is reported so the
@@ -997,6 +1047,9 @@ int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why)
 			bitmap_from_arr64(c->bitmap, words, PMIDX_SLOTS_MAX);
 			c->nr_used = bitmap_weight(c->bitmap,
 						   class_slots(c->class));
+		} else if (c->type == PMIDX_CHUNK_RUN_C) {
+			/* bit 0; a dead head only kept while frozen (alloc.h) */
+			c->nr_used = le64_to_cpu(h->bitmap[0]) & 1;
 		} else if (type_run(c->type)) {
 			c->nr_used = 1;
 		}

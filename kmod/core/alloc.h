@@ -89,6 +89,30 @@ struct pmidx_alloc_cpu {
  * engine's mark of a traced one, is -EUCLEAN.
  */
 
+/*
+ * A drop that waits for its engine. A committed drop interrupted by a
+ * crash is resumed at the next attach by walking the index again
+ * (index_table.c), also through objects whose commit bits it had
+ * cleared already. An attach by a module that does not serve the
+ * engine cannot resume it; if that attach let anything reuse those
+ * objects, the later walk would read another index's data: it would
+ * stop early and leak the rest for good, or clear another index's
+ * commit bit. So the pool freezes committed-mode space for that attach
+ * (pmidx_alloc_freeze_committed(), before the allocator loads, clean or
+ * after a crash) and then:
+ *  - no committed-mode chunk (SLAB_C, RUN_C) is released, however empty:
+ *    not at load (rebuild_lists()), not when a free empties it later
+ *    (chunk_requeue(), a run's pmidx_free());
+ *  - pmidx_alloc_committed() fails (0, the caller's -ENOSPC) after one
+ *    pr_warn naming the waiting drop; so a committed engine's puts fail,
+ *    its reads and deletes work;
+ *  - creating a committed-mode index is refused (-EBUSY, index_table.c).
+ * Traced allocations go on, from chunks that never held a committed
+ * object since the drop began. The freeze lasts the whole attach; the
+ * next attach by a module with the engine resumes the drop unfrozen and
+ * releases the empty chunks as usual.
+ */
+
 /**
  * struct pmidx_txn - one link store of a committed-mode engine (DRAM)
  * @slot:   the intent record it holds, -1 before pmidx_txn_begin()
@@ -139,6 +163,10 @@ struct pmidx_alloc_stats {
  *              indexes in one pool" below)
  * @resuming:   a drop resumed at attach: pmidx_free_committed_now()
  *              skips objects already free (cleared before the crash)
+ * @committed_frozen: committed-mode space frozen for this attach (see
+ *              "A drop that waits for its engine" below)
+ * @frozen_warned: the refusal of a committed allocation was reported
+ * @frozen_why: what froze it, for that report
  * @defer_lock: protects @defer
  * @defer:      objects pmidx_free_committed_now() cleared on media whose
  *              DRAM free waits for pmidx_alloc_defer_end(); NULL when no
@@ -167,6 +195,9 @@ struct pmidx_alloc {
 	bool				trace_all;
 	bool				mark_committed;
 	bool				resuming;
+	bool				committed_frozen;
+	bool				frozen_warned;
+	char				frozen_why[128];
 	struct mutex			defer_lock;
 	struct pmidx_defer		*defer;
 	bool				deferring;
@@ -183,6 +214,7 @@ int pmidx_alloc_init(struct pmidx_alloc *a, struct pmidx_pmem *pm,
 		     u64 hdr_off, u64 data_off, u32 nr_chunks);
 void pmidx_alloc_destroy(struct pmidx_alloc *a);
 
+void pmidx_alloc_freeze_committed(struct pmidx_alloc *a, const char *why);
 int pmidx_alloc_load_clean(struct pmidx_alloc *a, const char **why);
 int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why);
 int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off);

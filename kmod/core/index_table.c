@@ -25,6 +25,16 @@
  * object the walk has not passed yet. It costs O(dropped index) only on
  * the attach after a crash during a drop.
  *
+ * An attach by a module that does not serve the engine cannot resume
+ * the drop: the entry stays DROPPING, and "no one else's object has
+ * replaced" the structure must then hold across that whole attach, and
+ * any number of such attaches. So while a pool holds such an entry the
+ * attach freezes committed-mode space (pool_recover(), alloc.h "A drop
+ * that waits for its engine"): no committed chunk is released, not even
+ * an empty one, no committed object is allocated, and creating a
+ * committed-mode index fails with -EBUSY. Traced indexes work as usual.
+ * The next attach by a module with the engine resumes the drop unfrozen.
+ *
  * Locking: pool->lock serialises create/drop and guards pool->indexes[]
  * and pool->dropping[] (writes) and every index's @handles. The data
  * path reads the array under RCU and pins what it finds (struct
@@ -248,7 +258,8 @@ void pmidx_index_table_unload(struct pmidx_pool *pool, bool clean)
  *
  * Runs in attach before any index is opened and before anything may
  * allocate (file comment: why synchronously). A drop whose engine this
- * module lacks stays DROPPING (its root kept) for an attach that has it.
+ * module lacks stays DROPPING (its root kept) for an attach that has it;
+ * pool_recover() froze committed-mode space for it already.
  *
  * Return: 0, or the engine's error (the attach fails: the image is
  * corrupt where open() or the walk refused it).
@@ -267,7 +278,7 @@ int pmidx_index_resume_drops(struct pmidx_pool *pool, bool clean,
 		if (!idx)
 			continue;
 		if (!idx->ops) {
-			pr_warn("pmidx: index %s: drop interrupted, engine %s not built in: left for a module that has it\n",
+			pr_warn("pmidx: index %s: drop interrupted, engine %s not built in: left for a module that has it (committed-mode space frozen until then)\n",
 				idx->name, pmidx_engine_name(idx->engine));
 			if (clean)
 				continue;
@@ -486,6 +497,12 @@ static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		goto out;
 	i = slot - pool->itable;
 	committed = pmidx_engine_ops(engine)->flags & PMIDX_ENGINE_F_COMMITTED;
+	if (committed && READ_ONCE(pool->alloc.committed_frozen)) {
+		/* file comment: a drop that waits for its engine */
+		ret = -EBUSY;
+		*why = "an interrupted drop-index waits for a module with its engine: committed-mode indexes cannot be created until it is finished";
+		goto out;
+	}
 	if (committed) {
 		/* before the entry: P3 in docs/reviews/b3-review.md */
 		ret = pmidx_pool_enable_committed(pool, why);
@@ -542,9 +559,10 @@ out:
  *       that keep drop-index away (the userspace build's owner, tests)
  *
  * Context: process context, takes pool->lock.
- * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL, or
- * -EOPNOTSUPP for an engine this module does not build (nothing is
- * persisted then).
+ * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL,
+ * -EOPNOTSUPP for an engine this module does not build, or -EBUSY for a
+ * committed-mode engine while an interrupted drop waits for a module
+ * with its engine (file comment) - nothing is persisted in these cases.
  */
 int pmidx_index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		       struct pmidx_index **out, const char **why)

@@ -18,6 +18,9 @@
  * committed engine's open() gets !rc.mark and reads nothing. The
  * committed-mode chunks keep what the intents and bitmaps recovered,
  * which the trace cannot clear; the traced chunks keep what was marked.
+ * A committed drop that this module cannot resume (its engine is not
+ * built in) freezes committed-mode space for the attach, before the
+ * allocator loads (alloc.h, "A drop that waits for its engine").
  * Order of a crash attach:
  *   1. allocator: descriptors, intent replay, committed bitmaps; traced
  *      chunks emptied (pmidx_alloc_trace_begin());
@@ -246,6 +249,24 @@ static int pool_recover(struct pmidx_pool *pool, bool clean, const char **why)
 	u64 start = ktime_get_ns();
 	unsigned int i;
 	int ret;
+
+	/*
+	 * A committed drop this module cannot resume (no engine): nothing
+	 * its later walk may read can be reused meanwhile (alloc.h, "A
+	 * drop that waits for its engine"). Before either load.
+	 */
+	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
+		struct pmidx_index *d = pool->dropping[i];
+		char buf[128];
+
+		if (!d || d->ops)
+			continue;
+		snprintf(buf, sizeof(buf),
+			 "index %s's interrupted drop is resumed by a module with engine %s",
+			 d->name, pmidx_engine_name(d->engine));
+		pmidx_alloc_freeze_committed(&pool->alloc, buf);
+		break;
+	}
 
 	if (clean) {
 		ret = pmidx_alloc_load_clean(&pool->alloc, why);

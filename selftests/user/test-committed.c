@@ -283,6 +283,213 @@ static void committed_refusals(void)
 	ut_img_free(img, SZ);
 }
 
+/* ---- a drop waiting for its engine (review H1) ------------------------- */
+
+#define BIG_SZ		(64ULL << 20)
+#define BIGV		150000	/* a toy node of this value is a one-chunk run */
+#define FREEZE_ID	PMIDX_ENGINE_B3	/* a second committed toy engine */
+
+static u8 bigv[BIGV], bigg[BIGV];
+
+static void big_val(u32 k)
+{
+	memset(bigv, k * 13 + 1, BIGV);
+	memcpy(bigv, &k, sizeof(k));
+}
+
+/* the next "d<n>" key of toy bucket 0: such keys make one chain */
+static u32 chain_key(char *key, size_t len, u32 *n)
+{
+	for (;;) {
+		u32 h = 2166136261u, i, l;
+
+		l = snprintf(key, len, "d%u", (*n)++);
+		for (i = 0; i < l; i++)
+			h = (h ^ (u8)key[i]) * 16777619u;
+		if (h % (PMIDX_INDEX_ROOT_SIZE / 8) == 0)
+			return l;
+	}
+}
+
+static void big_put(struct pmidx_index *idx, const char *key, u32 k)
+{
+	big_val(k);
+	UT_EQ(idx->ops->put(idx, (const u8 *)key, strlen(key), bigv, BIGV, 0), 0);
+}
+
+static void big_get(struct pmidx_index *idx, const char *key, u32 k)
+{
+	u32 gl = sizeof(bigg);
+
+	big_val(k);
+	UT_EQ(idx->ops->get(idx, (const u8 *)key, strlen(key), bigg, &gl), 0);
+	UT_EQ(gl, BIGV);
+	UT_ASSERT(!memcmp(bigg, bigv, BIGV));
+}
+
+static u32 chunks_of(struct pmidx_pool *pool, u8 type)
+{
+	u32 c, n = 0;
+
+	for (c = 0; c < pool->alloc.nr_chunks; c++)
+		n += pool->alloc.chunks[c].type == type;
+	return n;
+}
+
+/*
+ * A committed index @nc one-chunk nodes long (one chain), cut mid-drop
+ * after @cut commit bits, as pmidx_index_drop() leaves it (the DRAM
+ * frees deferred). Slot 0 is the dropping index; @with_c2: a second
+ * committed index "c2" (keys 1, 2) served under FREEZE_ID.
+ */
+static void *absent_drop_image(void *img, u32 nc, u32 cut, bool with_c2)
+{
+	struct pmidx_pool *pool = ut_pool_new(img, BIG_SZ);
+	struct pmidx_index *idx;
+	const char *why;
+	char key[32];
+	u32 k, n = 0;
+	void *dup;
+
+	UT_EQ(pmidx_index_create(pool, "c", TOY_COMMITTED_ID, &idx, &why), 0);
+	UT_EQ(pmidx_index_create(pool, "t", TOY_TRACED_ID, &idx, &why), 0);
+	if (with_c2) {
+		UT_EQ(pmidx_index_create(pool, "c2", FREEZE_ID, &idx, &why), 0);
+		put_kv(idx, 1, 0);
+		put_kv(idx, 2, 0);
+	}
+	for (k = 0; k < nc; k++) {
+		chain_key(key, sizeof(key), &n);
+		big_put(lookup(pool, "c"), key, k);
+	}
+	put_kv(lookup(pool, "t"), 1, 0);
+	UT_EQ(media_committed(pool), nc + (with_c2 ? 2 : 0));
+	pmidx_alloc_defer_begin(&pool->alloc);
+	toy_half_drop(pool, "c", cut);
+	dup = ut_img_dup(img, BIG_SZ);		/* the crash */
+	pmidx_alloc_defer_end(&pool->alloc);
+	toy_abandon(pool);
+	return dup;
+}
+
+/*
+ * T1: an attach without the engine grows a traced index over the chunks
+ * the interrupted drop had emptied; the attach with the engine then
+ * resumes the drop, which must still find every object it had not freed.
+ */
+static void committed_drop_absent_reuse(void)
+{
+	void *img = ut_img_alloc(BIG_SZ), *dup, *crash, *imgs[2];
+	struct pmidx_pool *pool;
+	struct pmidx_index *t;
+	char key[32];
+	u32 k, i;
+
+	toy_engines_register(true);
+	dup = absent_drop_image(img, 40, 20, false);
+
+	pmidx_test_engines[TOY_COMMITTED_ID] = &pmidx_test_engine_absent;
+	pool = ut_pool_open(dup, BIG_SZ);
+	UT_ASSERT(pool->dropping[0]);
+	t = lookup(pool, "t");
+	for (k = 0; k < 60; k++) {
+		snprintf(key, sizeof(key), "t%u", k);
+		big_put(t, key, 1000 + k);
+	}
+	ut_note("absent-engine session: %u committed runs kept, %llu free chunks",
+		chunks_of(pool, PMIDX_CHUNK_RUN_C),
+		(unsigned long long)ut_stat(pool, PMIDX_STAT_ALLOC_FREE_CHUNKS));
+	crash = ut_img_dup(dup, BIG_SZ);	/* a crash of that session */
+	pmidx_pool_close(pool);
+
+	/* the engine is back: clean attach, then the crash, under the checker */
+	toy_engines_register(true);
+	pmidx_recovery_verify = true;
+	imgs[0] = dup;
+	imgs[1] = crash;
+	for (i = 0; i < 2; i++) {
+		pool = ut_pool_open(imgs[i], BIG_SZ);
+		UT_EQ(!!(pool->flags & PMIDX_POOL_F_RECOVERED), i);
+		UT_ASSERT(!pool->dropping[0]);
+		ut_note("%s attach: resumed drop left %llu commit bits",
+			i ? "crash" : "clean",
+			(unsigned long long)media_committed(pool));
+		UT_EQ(media_committed(pool), 0);
+		UT_EQ(chunks_of(pool, PMIDX_CHUNK_RUN_C), 0);
+		t = lookup(pool, "t");
+		get_kv(t, 1, 0);
+		for (k = 0; k < 60; k++) {
+			snprintf(key, sizeof(key), "t%u", k);
+			big_get(t, key, 1000 + k);
+		}
+		UT_EQ(toy_nodes(t), 61);
+		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 1 + 61);
+		pmidx_pool_close(pool);
+	}
+	pmidx_recovery_verify = false;
+	toy_engines_register(false);
+	ut_img_free(crash, BIG_SZ);
+	ut_img_free(dup, BIG_SZ);
+	ut_img_free(img, BIG_SZ);
+}
+
+/*
+ * While that drop waits: committed chunks are kept, committed
+ * allocations fail, a committed index cannot be created; with the
+ * engine back all is as usual.
+ */
+static void committed_drop_absent_frozen(void)
+{
+	void *img = ut_img_alloc(BIG_SZ), *dup;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u32 runs;
+
+	toy_engines_register(true);
+	pmidx_test_engines[FREEZE_ID] = &toy_committed_ops;
+	dup = absent_drop_image(img, 12, 12, true);	/* every bit cleared */
+
+	pmidx_test_engines[TOY_COMMITTED_ID] = &pmidx_test_engine_absent;
+	pool = ut_pool_open(dup, BIG_SZ);
+	UT_ASSERT(pool->dropping[0]);
+	runs = chunks_of(pool, PMIDX_CHUNK_RUN_C);
+	UT_EQ(runs, 12);		/* empty, kept for the resumed walk */
+	UT_EQ(pmidx_alloc_committed(&pool->alloc, 100), 0);
+	UT_EQ(pmidx_alloc_committed(&pool->alloc, BIGV), 0);
+	idx = lookup(pool, "c2");
+	UT_EQ(idx->ops->put(idx, (u8 *)"x", 1, (u8 *)"y", 1, 0), -ENOSPC);
+	get_kv(idx, 1, 0);
+	UT_EQ(idx->ops->del(idx, (u8 *)"k2", 2), 0);	/* frees work */
+	why = NULL;
+	UT_EQ(pmidx_index_create(pool, "c3", FREEZE_ID, &idx, &why), -EBUSY);
+	UT_ASSERT(why && strstr(why, "drop"));
+	UT_EQ(pmidx_index_create(pool, "t3", TOY_TRACED_ID, &idx, &why), 0);
+	UT_EQ(chunks_of(pool, PMIDX_CHUNK_RUN_C), runs);
+	pmidx_pool_close(pool);
+
+	/* still kept by the next attach without the engine (clean load) */
+	pool = ut_pool_open(dup, BIG_SZ);
+	UT_EQ(chunks_of(pool, PMIDX_CHUNK_RUN_C), runs);
+	pmidx_pool_close(pool);
+
+	toy_engines_register(true);
+	pmidx_test_engines[FREEZE_ID] = &toy_committed_ops;
+	pool = ut_pool_open(dup, BIG_SZ);
+	UT_ASSERT(!pool->dropping[0]);
+	UT_EQ(chunks_of(pool, PMIDX_CHUNK_RUN_C), 0);
+	UT_EQ(media_committed(pool), 1);
+	idx = lookup(pool, "c2");
+	put_kv(idx, 3, 0);
+	get_kv(idx, 1, 0);
+	UT_EQ(pmidx_index_create(pool, "c3", FREEZE_ID, &idx, &why), 0);
+	pmidx_pool_close(pool);
+	pmidx_test_engines[FREEZE_ID] = NULL;
+	toy_engines_register(false);
+	ut_img_free(dup, BIG_SZ);
+	ut_img_free(img, BIG_SZ);
+}
+
 /* ---- under the crash simulator ----------------------------------------- */
 
 struct wl_arg {
@@ -608,6 +815,8 @@ static const struct ut_test tests[] = {
 	UT_TEST(committed_create_drop),
 	UT_TEST(committed_drop_resume),
 	UT_TEST(committed_refusals),
+	UT_TEST(committed_drop_absent_reuse),
+	UT_TEST(committed_drop_absent_frozen),
 	UT_TEST(committed_crash_drop),
 	UT_TEST(committed_crash_mix),
 };
