@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Data-path tests of /dev/pmidxN, run inside the VM as root with
- * pmidx.ko loaded, once per engine (fixture variants). A variant whose
- * engine is not built into the module is skipped: its index can be
- * created, but data commands answer -EOPNOTSUPP.
+ * pmidx.ko loaded, once per engine (ccl, utree, b3) and path (ioctl,
+ * io_uring) as fixture variants. A variant whose engine is not built into
+ * the module is skipped: creating its index answers -EOPNOTSUPP.
  *
  * Every command goes through the variant's struct path_ops (ioctl now,
  * io_uring passthrough later), except the checks of the ioctl itself.
@@ -209,6 +209,12 @@ FIXTURE_VARIANT_ADD(data, ccl) {
 	.path		= &ioctl_path,
 };
 
+FIXTURE_VARIANT_ADD(data, b3) {
+	.engine		= "b3",
+	.engine_id	= PMIDX_ENGINE_B3,
+	.path		= &ioctl_path,
+};
+
 FIXTURE_VARIANT_ADD(data, utree_uring) {
 	.engine		= "utree",
 	.engine_id	= PMIDX_ENGINE_UTREE,
@@ -218,6 +224,12 @@ FIXTURE_VARIANT_ADD(data, utree_uring) {
 FIXTURE_VARIANT_ADD(data, ccl_uring) {
 	.engine		= "ccl",
 	.engine_id	= PMIDX_ENGINE_CCL,
+	.path		= &uring_path,
+};
+
+FIXTURE_VARIANT_ADD(data, b3_uring) {
+	.engine		= "b3",
+	.engine_id	= PMIDX_ENGINE_B3,
 	.path		= &uring_path,
 };
 
@@ -247,17 +259,14 @@ FIXTURE_SETUP(data)
 	detach_all(&self->nl);
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
-	ASSERT_EQ(0, pm_create(&self->nl, INDEX_NAME, variant->engine_id))
-		TH_LOG("%s", self->nl.msg);
-	ASSERT_EQ(0, open_index(self, variant));
-	/* an engine that is not built in answers -EOPNOTSUPP */
-	ret = op_put(&self->c, "\0probe", 6, "", 0, 0);
+	ret = pm_create(&self->nl, INDEX_NAME, variant->engine_id);
+	/* an engine the module does not build is refused, nothing persisted */
 	if (ret == -EOPNOTSUPP) {
 		self->skip = true;
 		return;
 	}
-	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, op_del(&self->c, "\0probe", 6));
+	ASSERT_EQ(0, ret) TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, open_index(self, variant));
 }
 
 FIXTURE_TEARDOWN(data)
