@@ -10,8 +10,9 @@
 # CONFIG_PMIDX_B3=y) builds every pmidx.ko with the b3 engine served
 # (kmod/core/engine.c): the Debian-kernel module, the test module and the
 # debug tier's (make exports the variable to tools/run-suites, whose
-# tools/debug-kernel runs kbuild with it in the environment; so does
-# CONFIG_PMIDX_B3=y tools/run-suites debug). Without it the suites skip b3.
+# tools/debug-kernel runs kbuild, and tools/demo make all, with it in the
+# environment: run tools/run-suites by hand as CONFIG_PMIDX_B3=y
+# tools/run-suites ...). Without it the suites skip b3.
 #
 # Out-of-tree kbuild runs in this directory (Kbuild); everything else
 # goes to build/.
