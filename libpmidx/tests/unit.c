@@ -189,6 +189,7 @@ static int test_engine_names(void)
 {
 	EXPECT(!strcmp(pmidx_engine_name(PMIDX_ENGINE_CCL), "ccl"));
 	EXPECT(!strcmp(pmidx_engine_name(PMIDX_ENGINE_UTREE), "utree"));
+	EXPECT(!strcmp(pmidx_engine_name(PMIDX_ENGINE_B3), "b3"));
 	EXPECT(!strcmp(pmidx_engine_name(PMIDX_ENGINE_PFART), "pfart"));
 	EXPECT(!pmidx_engine_name(0));
 	EXPECT(!pmidx_engine_name(__PMIDX_ENGINE_MAX));

@@ -30,6 +30,9 @@
 
 static unsigned int scale = 1;
 
+/* the workloads cycle through the engines, ids 1..NR_ENGINES: ccl, utree, b3 */
+#define NR_ENGINES	3
+
 /* ---- operations, bracketed for the model -------------------------------------------- */
 
 static int op_format(struct crashsim *cs, void *img, u64 size)
@@ -173,7 +176,7 @@ static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < 10; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 2))
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
 			return -EIO;
 	for (i = 0; i < 10; i += 3)
 		if (op_drop(cs, pool, nm(buf, "ix", i)))
@@ -183,7 +186,7 @@ static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 10; i < 13; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % 2))
+		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
 			return -EIO;
 	if (op_drop(cs, pool, "ix1") || op_drop(cs, pool, "ix11"))
 		return -EIO;
@@ -259,13 +262,13 @@ static int wl_table(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++)
-		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % 2))
+		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % NR_ENGINES))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
 		if (op_drop(cs, pool, nm(buf, "t", i)))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
-		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 1) % 2))
+		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 1) % NR_ENGINES))
 			return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -301,7 +304,7 @@ static int wl_random(struct crashsim *cs, void *img, u64 size, void *arg)
 		if (live[k]) {
 			if (op_drop(cs, pool, nm(buf, "r", k)))
 				return -EIO;
-		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % 2)) {
+		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % NR_ENGINES)) {
 			return -EIO;
 		}
 		live[k] = !live[k];

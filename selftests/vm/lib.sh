@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Shared by the host-side scenario scripts in selftests/vm: KTAP result
-# lines, the final "N passed, N failed" summary, and JSON assertions.
-# Source it after cd-ing to the repository root.
+# lines, the final "N passed, N failed" summary, JSON assertions and the
+# engines a guest's pmidx.ko serves. Source it after cd-ing to the
+# repository root.
 
-pass=0 fail=0 n=0
+pass=0 fail=0 n=0 skipped=0
+
+# The engines the suites cover, each when the module builds it (b3 only
+# in a module built with CONFIG_PMIDX_B3=y, README "Engines").
+ENGINES="ccl utree b3"
 
 # ok STATUS NAME: record one test result; true when it passed
 ok() {
@@ -15,6 +20,26 @@ ok() {
 		fail=$((fail + 1)); echo "not ok $n - $2"
 	fi
 	[ "$1" = 0 ]
+}
+
+# skip NAME WHY: a test not run (KTAP SKIP directive; tools/run-suites
+# lists the reasons)
+skip() {
+	n=$((n + 1)) skipped=$((skipped + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
+# create_index NAME ENGINE [PMIDXCTL ARGS...] (in a guest, a pool attached):
+# 0 when created, 4 when the module does not build ENGINE (refused,
+# nothing persisted), 1 on any other failure (pmidxctl's message on stderr).
+create_index() {
+	local out
+	out=$(${CTL:-build/bin/pmidxctl} create-index "$1" --engine "$2" "${@:3}" 2>&1) && return 0
+	case $out in
+	*"engine not built into this module"*) return 4 ;;
+	esac
+	echo "$out" >&2
+	return 1
 }
 
 # json FILE PYTHON-EXPR: true when EXPR holds with j = the parsed FILE
@@ -28,6 +53,7 @@ PY
 
 # summary: the line tools/run-suites counts; fails when a test failed
 summary() {
+	[ "$skipped" = 0 ] || echo "# $skipped skipped"
 	echo "$pass passed, $fail failed"
 	[ "$fail" = 0 ]
 }

@@ -2,8 +2,11 @@
 /*
  * Races against pmidx.ko's lifetimes and locking, run inside the VM as
  * root with the production pmidx.ko loaded. Every test starts from a
- * freshly formatted, attached pool holding a ccl index ("rc") and a utree
- * index ("ru"); the racing ones run for PMIDX_RACE_SECS seconds (default
+ * freshly formatted, attached pool holding one index per engine the module
+ * builds: ccl ("rc"), utree ("ru") and b3 ("rb"; only in a module built
+ * with CONFIG_PMIDX_B3=y: the test all_engines is skipped, naming it, when
+ * it is not, and the races run on the others); the racing ones spread
+ * their work over those indexes and run for PMIDX_RACE_SECS seconds (default
  * 10; the debug-kernel tier runs 60, so lockdep, KASAN and kmemleak watch
  * them for longer). A racing thread that reports an error outside the
  * documented set fails its test; one that does not finish within a grace
@@ -65,18 +68,27 @@
 #include "pmem_dev.h"
 #include "proc_util.h"
 
-static const struct ix {
+/*
+ * One index per engine. FIXTURE_SETUP (in each test's own process) moves
+ * those of the engines the module builds to the front: ixs[0..nix).
+ */
+static struct ix {
 	const char	*name;
+	const char	*engine_name;
 	uint32_t	engine;
-} ixs[2] = {
-	{ "rc", PMIDX_ENGINE_CCL },
-	{ "ru", PMIDX_ENGINE_UTREE },
+} ixs[] = {
+	{ "rc", "ccl", PMIDX_ENGINE_CCL },
+	{ "ru", "utree", PMIDX_ENGINE_UTREE },
+	{ "rb", "b3", PMIDX_ENGINE_B3 },
 };
+#define MAX_IX	ARRAY_SIZE(ixs)
+static unsigned int nix;
+static char ix_missing[64];	/* " b3": the engines left out */
 
 /* (not inlined: gcc's format checks lose track of ixs[] in ASSERT loops) */
 static __attribute__((noinline)) const char *ixname(int i)
 {
-	return ixs[i & 1].name;
+	return ixs[i % nix].name;
 }
 
 static const struct path_ops *const paths[2] = { &ioctl_path, &uring_path };
@@ -328,7 +340,8 @@ static void attached(FIXTURE_DATA(races) *self)
 
 FIXTURE_SETUP(races)
 {
-	int i;
+	unsigned int i;
+	int ret;
 
 	self->secs = race_secs();
 	ASSERT_EQ(0, nl_open(&self->nl));
@@ -336,9 +349,23 @@ FIXTURE_SETUP(races)
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
 	attached(self);
-	for (i = 0; i < 2; i++)
-		ASSERT_EQ(0, pm_create(&self->nl, ixs[i].name, ixs[i].engine))
-			TH_LOG("%s: %s", ixname(i), self->nl.msg);
+	nix = 0;
+	for (i = 0; i < MAX_IX; i++) {
+		struct ix ix = ixs[i];
+
+		ret = pm_create(&self->nl, ix.name, ix.engine);
+		/* an engine the module does not build is refused */
+		if (ret == -EOPNOTSUPP) {
+			snprintf(ix_missing + strlen(ix_missing),
+				 sizeof(ix_missing) - strlen(ix_missing), " %s",
+				 ix.engine_name);
+			continue;
+		}
+		ASSERT_EQ(0, ret) TH_LOG("%s: %s", ix.name, self->nl.msg);
+		ixs[i] = ixs[nix];
+		ixs[nix++] = ix;
+	}
+	ASSERT_LT(0, nix);
 }
 
 FIXTURE_TEARDOWN(races)
@@ -381,6 +408,15 @@ static void kid_del(FIXTURE_DATA(races) *self, pid_t pid)
 	for (i = 0; i < MAX_KIDS; i++)
 		if (self->kids[i] == pid)
 			self->kids[i] = 0;
+}
+
+/* ---- 0: every engine is in the races ---------------------------------------- */
+
+TEST_F(races, all_engines)
+{
+	if (nix < MAX_IX)
+		SKIP(return, "engine%s not built into pmidx.ko: the races run without it",
+		     ix_missing);
 }
 
 #define RACE_ASSERT_CLEAN(r) \
@@ -509,7 +545,7 @@ static void *dv_worker_fn(void *arg)
 	int ret;
 
 	for (it = 0; !stopped(w->r); it++) {
-		const struct ix *ix = &ixs[(w->t + it) % 2];
+		const struct ix *ix = &ixs[(w->t + it) % nix];
 
 		w->thr->doing = "open";
 		c.fd = open(w->devpath, O_RDWR | O_CLOEXEC);
@@ -560,7 +596,7 @@ static void *dv_dropper_fn(void *arg)
 		return NULL;
 	}
 	for (it = 0; !stopped(d->r); it++) {
-		const struct ix *ix = &ixs[(d->t + it) % 2];
+		const struct ix *ix = &ixs[(d->t + it) % nix];
 
 		d->thr->doing = "DROP_INDEX";
 		ret = pm_drop(nl, ix->name);
@@ -595,7 +631,7 @@ TEST_F_TIMEOUT(races, data_vs_drop, 3600)
 	struct dropper d[DV_DROPPERS] = {};
 	struct thr thr[DV_WORKERS + DV_DROPPERS] = {};
 	unsigned long sessions = 0, ops = 0, enxio = 0, noent = 0, drops = 0;
-	uint32_t old_id[2];
+	uint32_t old_id[MAX_IX];
 	uint64_t engine, keys;
 	struct ctx c;
 	struct race r;
@@ -603,7 +639,7 @@ TEST_F_TIMEOUT(races, data_vs_drop, 3600)
 
 	race_init(&r);
 	/* ids from before the race, to be stale after it */
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < nix; i++) {
 		ASSERT_EQ(0, ix_open(self->devpath, ixs[i].name, O_RDWR, &c));
 		old_id[i] = c.index;
 		close(c.fd);
@@ -633,7 +669,7 @@ TEST_F_TIMEOUT(races, data_vs_drop, 3600)
 	RACE_ASSERT_CLEAN(&r);
 
 	/* a dropper may have stopped between drop and create */
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < nix; i++) {
 		ret = pm_create(&self->nl, ixs[i].name, ixs[i].engine);
 		ASSERT_TRUE(!ret || ret == -EEXIST) TH_LOG("%s", self->nl.msg);
 		ASSERT_EQ(0, ix_check(self->devpath, ixs[i].name, &keys))
@@ -795,7 +831,7 @@ static void *ad_dumper_fn(void *arg)
 	while (!stopped(a->r)) {
 		a->thr->doing = "LIST";
 		ret = pm_list(nl, &p);
-		if (!ret && p.nr_indexes > 2)
+		if (!ret && p.nr_indexes > nix)
 			ret = -EBADMSG;
 		if (ret) {
 			race_fail(a->r, "dumper: LIST: %s (%s)", ename(ret), nl->msg);
@@ -803,7 +839,7 @@ static void *ad_dumper_fn(void *arg)
 		}
 		a->thr->doing = "STATS";
 		ret = pm_stats(nl, NULL, &p);
-		if (!ret && p.nr_indexes > 2)
+		if (!ret && p.nr_indexes > nix)
 			ret = -EBADMSG;
 		if (ret) {
 			race_fail(a->r, "dumper: STATS: %s (%s)", ename(ret), nl->msg);
@@ -863,7 +899,7 @@ TEST_F_TIMEOUT(races, attach_detach, 3600)
 	ASSERT_TRUE(!ret || ret == -EBUSY) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_stats(&self->nl, NULL, &self->p));
 	ASSERT_LE(0, self->p.id);
-	ASSERT_EQ(2, self->p.nr_indexes);
+	ASSERT_EQ(nix, self->p.nr_indexes);
 	attached(self);
 	ASSERT_EQ(0, ix_open(self->devpath, ixs[0].name, O_RDWR, &c));
 	gl = sizeof(got);
@@ -871,7 +907,7 @@ TEST_F_TIMEOUT(races, attach_detach, 3600)
 	ASSERT_EQ(strlen(ANCHOR_VAL), gl);
 	ASSERT_EQ(0, op_put(&c, "after", 5, "race", 4, 0));
 	close(c.fd);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < nix; i++)
 		ASSERT_EQ(0, ix_check(self->devpath, ixs[i].name, &keys));
 	ASSERT_LT(0, (unsigned long)detaches);
 	ASSERT_LT(0, (unsigned long)attaches);
@@ -993,7 +1029,7 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 
 	while (now_ns() < end || alive) {
 		while (now_ns() < end && alive < EX_CHILDREN) {
-			const struct ix *ix = &ixs[spawned % 2];
+			const struct ix *ix = &ixs[spawned % nix];
 			bool sqpoll = sqpoll_ok && spawned % 3 == 2;
 
 			fflush(NULL);
@@ -1007,7 +1043,7 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 			alive++;
 		}
 		if (now_ns() < end) {
-			const struct ix *ix = &ixs[drops % 2];
+			const struct ix *ix = &ixs[drops % nix];
 
 			ret = pm_drop(&self->nl, ix->name);
 			ASSERT_EQ(0, ret) TH_LOG("drop %s: %s", ix->name, self->nl.msg);
@@ -1038,14 +1074,14 @@ TEST_F_TIMEOUT(races, exit_inflight, 3600)
 	TH_LOG("%lu children (%lu SQPOLL) queued ops and exited, %lu found no index; %lu drop+create",
 	       ran, sq, missed, drops);
 	ASSERT_LT(0, ran);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < nix; i++)
 		ASSERT_EQ(0, ix_check(self->devpath, ixs[i].name, &keys))
 			TH_LOG("CHECK %s", ixname(i));
 	/* nothing leaked a pin: the pool detaches (rings tear down async) */
 	ASSERT_EQ(0, detach_eventually(&self->nl, self->p.name)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
 	attached(self);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < nix; i++)
 		ASSERT_EQ(0, ix_check(self->devpath, ixs[i].name, &keys));
 }
 
@@ -1284,11 +1320,11 @@ static int st_child(struct st_shared *sh)
 			continue;
 		}
 		ret = pm_stats(nl, NULL, &p);
-		CK(!ret && p.nr_indexes == 2, "STATS as nobody: %s, %d indexes (%s)",
+		CK(!ret && p.nr_indexes == nix, "STATS as nobody: %s, %d indexes (%s)",
 		   ename(ret), p.nr_indexes, nl->msg);
 		ret = pm_list(nl, &p);
-		CK(!ret && p.nr_indexes == 2, "LIST as nobody: %s (%s)", ename(ret), nl->msg);
-		ret = pm_stats_index(nl, ixs[atomic_load(&sh->dumps) % 2].name, &p);
+		CK(!ret && p.nr_indexes == nix, "LIST as nobody: %s (%s)", ename(ret), nl->msg);
+		ret = pm_stats_index(nl, ixs[atomic_load(&sh->dumps) % nix].name, &p);
 		CK(!ret && p.nr_indexes == 1, "STATS of one index as nobody: %s (%s)",
 		   ename(ret), nl->msg);
 		atomic_fetch_add(&sh->dumps, 1);
@@ -1307,20 +1343,20 @@ struct st_writer {
 static void *st_writer_fn(void *arg)
 {
 	struct st_writer *w = arg;
-	struct ctx c[2];
+	struct ctx c[MAX_IX];
 	uint8_t key[8], val[64];
 	unsigned long i;
 	int ret, x;
 
-	for (x = 0; x < 2; x++)
+	for (x = 0; x < nix; x++)
 		if (ix_open(w->devpath, ixs[x].name, O_RDWR, &c[x])) {
 			race_fail(w->r, "writer %d: open %s", w->t, ixs[x].name);
 			return NULL;
 		}
 	memset(val, 'w', sizeof(val));
 	for (i = 0; !stopped(w->r); i++) {
-		x = i % 2;
-		key_be((uint64_t)w->t << 32 | (i / 2 % 2048), key);
+		x = i % nix;
+		key_be((uint64_t)w->t << 32 | (i / nix % 2048), key);
 		ret = op_put(&c[x], key, 8, val, sizeof(val), 0);
 		if (ret) {
 			race_fail(w->r, "writer %d: PUT %s: %s", w->t, ixs[x].name, ename(ret));
@@ -1328,8 +1364,8 @@ static void *st_writer_fn(void *arg)
 		}
 		atomic_fetch_add_explicit(w->ops, 1, memory_order_relaxed);
 	}
-	close(c[0].fd);
-	close(c[1].fd);
+	for (x = 0; x < nix; x++)
+		close(c[x].fd);
 	w->thr->doing = "done";
 	return NULL;
 }
@@ -1417,7 +1453,7 @@ struct cw_writer {
 	struct thr	*thr;
 	const char	*devpath;
 	int		t;
-	uint8_t		present[2][CW_KEYS];
+	uint8_t		present[MAX_IX][CW_KEYS];
 	unsigned long	ops;
 };
 
@@ -1426,18 +1462,18 @@ static void *cw_writer_fn(void *arg)
 	struct cw_writer *w = arg;
 	uint64_t seed = 0x1234567ULL + w->t;
 	uint8_t key[8], val[40];
-	struct ctx c[2];
+	struct ctx c[MAX_IX];
 	uint32_t k;
 	int ret, x;
 
-	for (x = 0; x < 2; x++)
+	for (x = 0; x < nix; x++)
 		if (ix_open(w->devpath, ixs[x].name, O_RDWR, &c[x])) {
 			race_fail(w->r, "writer %d: open %s", w->t, ixs[x].name);
 			return NULL;
 		}
 	memset(val, 'c', sizeof(val));
 	while (!stopped(w->r)) {
-		x = rng_below(&seed, 2);
+		x = rng_below(&seed, nix);
 		k = rng_below(&seed, CW_KEYS);
 		key_be((uint64_t)(w->t + 1) << 32 | k, key);
 		if (rng_below(&seed, 3)) {
@@ -1459,8 +1495,8 @@ static void *cw_writer_fn(void *arg)
 		}
 		w->ops++;
 	}
-	close(c[0].fd);
-	close(c[1].fd);
+	for (x = 0; x < nix; x++)
+		close(c[x].fd);
 	w->thr->doing = "done";
 	return NULL;
 }
@@ -1469,15 +1505,15 @@ TEST_F_TIMEOUT(races, check_under_writes, 3600)
 {
 	struct cw_writer *w = calloc(CW_WRITERS, sizeof(*w));
 	struct thr thr[CW_WRITERS] = {};
-	unsigned long ok[2] = {}, again[2] = {}, it, ops = 0;
+	unsigned long ok[MAX_IX] = {}, again[MAX_IX] = {}, it, ops = 0;
 	uint64_t keys, want;
-	struct ctx c[2];
+	struct ctx c[MAX_IX];
 	struct race r;
 	int i, x, k, ret;
 
 	ASSERT_NE(NULL, w);
 	race_init(&r);
-	for (x = 0; x < 2; x++) {
+	for (x = 0; x < nix; x++) {
 		ASSERT_EQ(0, ix_open(self->devpath, ixs[x].name, O_RDWR, &c[x]));
 		/* a base of keys the checker walks every time */
 		ASSERT_EQ(0, fill(&c[x], 0, 2000, 24));
@@ -1493,8 +1529,8 @@ TEST_F_TIMEOUT(races, check_under_writes, 3600)
 		uint64_t end = now_ns() + self->secs * 1000000000ULL;
 
 		for (it = 0; now_ns() < end && !stopped(&r); it++) {
-			x = it % 2;
-			c[x].path = paths[(it / 2) % 2];
+			x = it % nix;
+			c[x].path = paths[(it / nix) % 2];
 			ret = op_check(&c[x], &keys);
 			if (!ret)
 				ok[x]++;
@@ -1502,18 +1538,20 @@ TEST_F_TIMEOUT(races, check_under_writes, 3600)
 				again[x]++;
 			else
 				race_fail(&r, "CHECK of %s (%s) via %s under writes: %s",
-					  ixs[x].name, ixs[x].engine == PMIDX_ENGINE_CCL ?
-					  "ccl" : "utree", c[x].path->name, ename(ret));
+					  ixs[x].name, ixs[x].engine_name,
+					  c[x].path->name, ename(ret));
 		}
 		atomic_store(&r.stop, true);
 	}
 	ASSERT_EQ(0, thr_join(thr, CW_WRITERS, grace_secs(self->secs)));
 	for (i = 0; i < CW_WRITERS; i++)
 		ops += w[i].ops;
-	TH_LOG("%lu writes; CHECK: rc %lu passed, %lu -EAGAIN; ru %lu passed, %lu -EAGAIN",
-	       ops, ok[0], again[0], ok[1], again[1]);
+	TH_LOG("%lu writes", ops);
+	for (x = 0; x < nix; x++)
+		TH_LOG("CHECK of %s (%s): %lu passed, %lu -EAGAIN", ixs[x].name,
+		       ixs[x].engine_name, ok[x], again[x]);
 	RACE_ASSERT_CLEAN(&r);
-	for (x = 0; x < 2; x++) {
+	for (x = 0; x < nix; x++) {
 		want = 2000;
 		for (i = 0; i < CW_WRITERS; i++)
 			for (k = 0; k < CW_KEYS; k++)

@@ -7,6 +7,10 @@
 #   suites in powercut_data.sh)
 #   1. clean reboot: format + attach + create indexes, module unload
 #      detaches cleanly; next boot attaches without recovery, same indexes.
+#      A b3 index loaded with 3,000 keys in boot 1 (b3's instant restart:
+#      a clean attach recovers nothing; skipped when the module does not
+#      build b3) is there with every key after the reboot and after the
+#      power cuts below, with the allocator figures unchanged.
 #   2. power cut after abandoned allocations (allocate, never link) and an
 #      acknowledged create-index: after reboot recovery runs, the index
 #      exists and the allocator holds exactly the linked objects again.
@@ -18,6 +22,7 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 VM=tools/pmidx-vm
 CTL=build/bin/pmidxctl
+BENCH=build/bin/pmidx-bench
 OUT=build/vm/reboot
 IMG=$OUT/pmem.img
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -27,21 +32,53 @@ vm() { "$VM" --quiet --pmem "$IMG:256M" --log "$OUT/dmesg-$1.log" "${@:2}"; }
 
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..14"
+
+# b3_keys BOOT: in the guest, the b3 index's checker passes and it holds
+# the 3,000 keys of boot 1 and the anchor (into $OUT/BOOT-pages.*); true
+# when there is no b3 index (no b3 in the module)
+b3_keys() {
+	echo "{ [ -e $OUT/b3.skip ] || { $CTL check pages --json > $OUT/$1-pages.json &&
+		$CTL get pages anchor > $OUT/$1-pages.anchor; }; }"
+}
+
+# b3_ok BOOT NAME: the test NAME on what b3_keys BOOT wrote
+b3_ok() {
+	if [ -e "$OUT/b3.skip" ]; then
+		skip "$2" "engine b3 is not built into pmidx.ko"
+		return
+	fi
+	json "$OUT/$1-pages.json" "j['keys'] == 3001 and j['engine'] == 'b3'" &&
+		[ "$(cat "$OUT/$1-pages.anchor")" = "restart" ]
+	ok $? "$2"
+}
 
 # --- 1: clean reboot ------------------------------------------------------
 vm boot1 -- sh -c "$CTL format /dev/pmem0 && $CTL attach /dev/pmem0 &&
 	$CTL create-index inodes --engine utree &&
 	$CTL create-index dentries --engine utree &&
+	if ! out=\$($CTL create-index pages --engine b3 2>&1); then
+		case \$out in
+		*'engine not built into this module'*) touch $OUT/b3.skip ;;
+		*) echo \"\$out\"; exit 1 ;;
+		esac
+	fi &&
+	{ [ -e $OUT/b3.skip ] ||
+	  { $BENCH --path ioctl --index pages --no-create --workload load \
+		--keys 3000 --value-size 100 >/dev/null &&
+	    $CTL put pages anchor restart; }; } &&
+	$(b3_keys boot1) &&
 	$CTL stats --json > $OUT/boot1.json"
-ok $? "boot 1: format, attach, create two indexes, clean module unload"
+ok $? "boot 1: format, attach, create two indexes (and a loaded b3 one), clean module unload"
+b3_ok boot1 "boot 1: b3: 3,000 keys loaded, and the anchor"
 
 vm boot2 -- sh -c "$CTL attach /dev/pmem0 && $CTL list --json > $OUT/boot2-list.json &&
-	$CTL stats --json > $OUT/boot2.json"
+	$CTL stats --json > $OUT/boot2.json && $(b3_keys boot2)"
 r=$?
 [ $r = 0 ] && json "$OUT/boot2-list.json" \
-	"sorted(i['name'] for i in j['pools'][0]['indexes']) == ['dentries','inodes'] and 'recovered' not in j['pools'][0]['flags']"
+	"sorted(i['name'] for i in j['pools'][0]['indexes'] if i['name'] != 'pages') == ['dentries','inodes'] and 'recovered' not in j['pools'][0]['flags']"
 ok $? "boot 2: clean re-attach after reboot keeps the index table, no recovery"
+b3_ok boot2 "boot 2: b3: every key back after a clean reboot, without recovery"
 python3 - "$OUT/boot1.json" "$OUT/boot2.json" <<'PY'
 import json, sys
 a, b = (json.load(open(f))['pools'][0]['stats'] for f in sys.argv[1:])
@@ -67,10 +104,10 @@ PY
 ok $? "boot 3: 800 abandoned objects were allocated before the cut"
 
 vm boot4 -- sh -c "$CTL attach /dev/pmem0 && $CTL list --json > $OUT/boot4-list.json &&
-	$CTL stats --json > $OUT/boot4.json"
+	$CTL stats --json > $OUT/boot4.json && $(b3_keys boot4)"
 r=$?
 [ $r = 0 ] && json "$OUT/boot4-list.json" \
-	"sorted(i['name'] for i in j['pools'][0]['indexes']) == ['acked-late','dentries','inodes'] and 'recovered' in j['pools'][0]['flags']"
+	"sorted(i['name'] for i in j['pools'][0]['indexes'] if i['name'] != 'pages') == ['acked-late','dentries','inodes'] and 'recovered' in j['pools'][0]['flags']"
 ok $? "boot 4: recovery ran, acknowledged index present"
 python3 - "$OUT/before-leak.json" "$OUT/boot4.json" <<'PY'
 import json, sys
@@ -83,6 +120,7 @@ print("# before: %d objects %d bytes; after recovery: %d objects %d bytes" %
 sys.exit(0 if ok else 1)
 PY
 ok $? "boot 4: no leak: allocator = objects before + the new index root"
+b3_ok boot4 "boot 4: b3: every key back after the power cut"
 
 # --- 3: power cut during an allocator storm -------------------------------
 rm -f "$OUT/cut2.started"
@@ -94,8 +132,9 @@ r=$?
 ok $? "boot 5: power cut while 4 threads allocate and free (rc $r)"
 
 vm boot6 -- sh -c "$CTL attach /dev/pmem0 && $CTL stats --json > $OUT/boot6.json &&
-	$CTL alloc-test --threads 2 --ops 2000 >/dev/null &&
+	$(b3_keys boot6) && $CTL alloc-test --threads 2 --ops 2000 >/dev/null &&
 	$CTL drop-index inodes && $CTL drop-index dentries && $CTL drop-index acked-late &&
+	{ [ -e $OUT/b3.skip ] || $CTL drop-index pages; } &&
 	$CTL stats --json > $OUT/empty.json && $CTL detach pmidx0"
 r=$?
 [ $r = 0 ] && python3 - "$OUT/before-storm.json" "$OUT/boot6.json" <<'PY'
@@ -106,6 +145,7 @@ sys.exit(0 if (a['alloc_objects'], a['alloc_used_bytes']) ==
 	(b['alloc_objects'], b['alloc_used_bytes']) else 1)
 PY
 ok $? "boot 6: storm allocations reclaimed, pool usable and detaches cleanly"
+b3_ok boot6 "boot 6: b3: every key back after the power cut in the storm"
 
 [ -e "$OUT/empty.json" ] && json "$OUT/empty.json" \
 	"j['pools'][0]['stats']['alloc_objects'] == 0 and j['pools'][0]['stats']['alloc_used_bytes'] == 0"

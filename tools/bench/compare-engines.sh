@@ -7,11 +7,12 @@
 # markdown table of ranges (min-max over the repeats; load over every run
 # of that engine and thread count) and keeps each run's JSON.
 #
-#   tools/bench/compare-engines.sh [-k KEYS] [-r REPEATS] [-e "ccl utree"]
+#   tools/bench/compare-engines.sh [-k KEYS] [-r REPEATS] [-e "ccl utree b3"]
 #        [-t "1 2"] [-w "C update scan"] [-p POOL] [-o OUTDIR] [-b BENCH] [-n]
 #
-# -n: no runs, only the tables from the JSON already in OUTDIR. With two
-# engines a second table gives the first over the second run by run.
+# -n: no runs, only the tables from the JSON already in OUTDIR. With more
+# than one engine, one more table per other engine gives the first over
+# it, run by run.
 #
 # Defaults: 1000000 keys, 3 repeats, build/bench.pool (removed at the
 # end), JSON under build/compare/, build/bin/pmidx-bench. Runs from the
@@ -20,7 +21,7 @@
 # Needs jq.
 set -eu
 
-keys=1000000 reps=3 engines="ccl utree" threads="1 2" workloads="C update scan"
+keys=1000000 reps=3 engines="ccl utree b3" threads="1 2" workloads="C update scan"
 pool=build/bench.pool out=build/compare bench=build/bin/pmidx-bench
 norun=
 while getopts k:r:e:t:w:p:o:b:n o; do
@@ -76,7 +77,7 @@ col() {
 	jq -r "$1" "$out"/bench-$2-$3-*.json | stat "$4"
 }
 
-# ccl/utree-style ratio: $1 of engine $2 over engine $3 at $4 threads, run
+# ratio: $1 of engine $2 over engine $3 at $4 threads, run
 # by run (same repeat and workload: adjacent runs), median (min-max)
 ratio() {
 	local f a b
@@ -101,17 +102,19 @@ for t in $threads; do
 	done
 done
 set -- $engines
-if [ $# -eq 2 ]; then
+first=$1
+shift
+for e in "$@"; do
 	echo
-	echo "$1 / $2, run by run (adjacent runs of the same repeat and workload):"
+	echo "$first / $e, run by run (the runs of one repeat and workload, close in time):"
 	echo
 	echo "| thr | load | get | update | scan-100 | p99.9 insert | p99.9 update | restart | crash recovery |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	for t in $threads; do
 		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
-			"$(ratio "$q_load" "$1" "$2" "$t")" "$(ratio "$q_get" "$1" "$2" "$t")" \
-			"$(ratio "$q_upd" "$1" "$2" "$t")" "$(ratio "$q_scan" "$1" "$2" "$t")" \
-			"$(ratio "$q_ins999" "$1" "$2" "$t")" "$(ratio "$q_upd999" "$1" "$2" "$t")" \
-			"$(ratio "$q_restart" "$1" "$2" "$t")" "$(ratio "$q_recov" "$1" "$2" "$t")"
+			"$(ratio "$q_load" "$first" "$e" "$t")" "$(ratio "$q_get" "$first" "$e" "$t")" \
+			"$(ratio "$q_upd" "$first" "$e" "$t")" "$(ratio "$q_scan" "$first" "$e" "$t")" \
+			"$(ratio "$q_ins999" "$first" "$e" "$t")" "$(ratio "$q_upd999" "$first" "$e" "$t")" \
+			"$(ratio "$q_restart" "$first" "$e" "$t")" "$(ratio "$q_recov" "$first" "$e" "$t")"
 	done
-fi
+done

@@ -51,7 +51,7 @@ static void usage(FILE *f)
 "                                  load, insert, update, C, delete only,\n"
 "                                  sequential keys, mean latency only\n"
 "                    DEV defaults to " DEFAULT_DEV "\n"
-"  --engine E        ccl (default), utree, ...: engine of the index\n"
+"  --engine E        ccl (default), utree, b3, ...: engine of the index\n"
 "  --workload W      load         insert keys 0..N-1 (always run first)\n"
 "                    A            50%% reads, 50%% updates\n"
 "                    B            95%% reads, 5%% updates\n"
