@@ -7,7 +7,8 @@
  * Crash images are built in scratch[] from media[] plus the lines of
  * work[] that differ from media[] ("dirty lines"), chosen per variant.
  * The prefix model adds a log per line: the stores made to it since its
- * content was last durable, reported by the store tracer.
+ * content was last durable, reported by the store tracer. The eADR store
+ * model applies each reported store word to media[] at once.
  *
  * Checks run synchronously inside the hook that reached the crash point,
  * with the simulator's lock held, so other workload threads wait at their
@@ -86,6 +87,10 @@ struct crashsim {
 	u64				ndirty, dirty_cap;
 
 	bool				prefix;		/* the prefix model */
+	bool				estore;		/* eADR, a point per store */
+	u64				inflight_lo;	/* estore: the part of the */
+	u64				inflight_hi;	/* store being reported not */
+							/* applied to media[] yet */
 	u32				*log_slot;	/* line -> log index + 1 */
 	struct cs_log			*logs;
 	u32				nlogs, logs_cap;
@@ -340,6 +345,7 @@ static void save_image(struct crashsim *cs)
 }
 
 static void build_prefix_image(struct crashsim *cs, unsigned int v);
+static void build_estore_image(struct crashsim *cs);
 
 /*
  * scratch[] := media[]. media[] is a shared mapping of a memfd and
@@ -365,6 +371,10 @@ static void build_image(struct crashsim *cs, unsigned int v)
 
 	/* variant seeds depend on the point only: replayable one by one */
 	cs->rng = cs->cfg.seed ^ (cs->cur.index * 0x100000001b3ULL) ^ v;
+	if (cs->estore) {
+		build_estore_image(cs);
+		return;
+	}
 	if (cs->cfg.eadr) {
 		work_read(cs, cs->scratch, 0, cs->size);
 		cs->cur.arrived_lines = 0;
@@ -484,7 +494,7 @@ static void collect_dirty(struct crashsim *cs)
 	u64 page, i;
 
 	cs->ndirty = 0;
-	if (cs->cfg.eadr)
+	if (cs->cfg.eadr && !cs->estore)
 		return;
 	for (page = 0; page < cs->size; page += 4096) {
 		if (!work_dirty(cs, page, 4096))
@@ -646,6 +656,57 @@ static void log_reset(struct crashsim *cs)
 		log_free(cs, &cs->logs[cs->nlogs - 1]);
 }
 
+/* ---- eADR store model ------------------------------------------------------------ */
+
+/*
+ * Every reported store word is media at once (the cache is persistent),
+ * and a crash point follows each word that changed something: the image
+ * is media[], i.e. every word reported before the point, in report order.
+ * A dirty line (work[] differs from media[]) was written by something not
+ * traced, or by another thread not reported yet: its stores did reach
+ * the cache, so it arrives as it is, counted as untraced; except the
+ * lines of the store being reported, whose later words did not arrive.
+ */
+static void build_estore_image(struct crashsim *cs)
+{
+	u64 i, arrived = 0;
+
+	scratch_from_media(cs);
+	for (i = 0; i < cs->ndirty; i++) {
+		u64 lo = cs->dirty[i] << LINE_SHIFT;
+
+		if (lo + LINE > cs->inflight_lo && lo < cs->inflight_hi)
+			continue;
+		work_read(cs, cs->scratch + lo, lo, LINE);
+		arrived++;
+		if (!__test_and_set_bit(cs->dirty[i], cs->untraced))
+			cs->res->untraced_lines++;
+	}
+	cs->cur.arrived_lines = arrived;
+}
+
+static void point_event(struct crashsim *cs);
+
+/* A reported store, word by word: media, then a crash point after each. */
+static void estore_words(struct crashsim *cs, u64 off, u64 end)
+{
+	u64 next;
+	u8 b[8];
+
+	for (; off < end; off = next) {
+		next = min(end, (off | 7) + 1);
+		work_read(cs, b, off, next - off);
+		if (!memcmp(cs->media + off, b, next - off))
+			continue;	/* no image differs */
+		memcpy(cs->media + off, b, next - off);
+		cs->inflight_lo = next;
+		cs->inflight_hi = end;
+		point_event(cs);
+	}
+	cs->inflight_lo = 0;
+	cs->inflight_hi = 0;
+}
+
 /*
  * The store tracer's report (prefix build): split into 8-byte words, in
  * ascending order.
@@ -659,6 +720,11 @@ static void __maybe_unused cs_stored(void *priv, void *addr, size_t len)
 	if (cs_ignored(cs))
 		return;
 	pthread_mutex_lock(&cs->lock);
+	if (cs->estore) {
+		estore_words(cs, off, end);
+		pthread_mutex_unlock(&cs->lock);
+		return;
+	}
 	for (; off < end; off = next) {
 		next = min(end, (off | 7) + 1);
 		work_read(cs, b, off, next - off);
@@ -928,7 +994,7 @@ static void cs_flush(void *priv, const void *addr, size_t len)
 	if (!len || a < w || a >= w + cs->size || cs_ignored(cs))
 		return;
 	pthread_mutex_lock(&cs->lock);
-	if (cs->cfg.at_flushes && !cs->cfg.eadr)
+	if (cs->cfg.at_flushes)
 		point_event(cs);
 	if (!cs->cfg.eadr) {
 		last = (min_t(u64, a + len, w + cs->size) - 1 - w) >> LINE_SHIFT;
@@ -995,10 +1061,10 @@ static void reset_images(struct crashsim *cs)
 	memset(cs->media, 0, cs->size);
 	memset(cs->pend_slot, 0, cs->nlines * sizeof(*cs->pend_slot));
 	cs->npend = 0;
-	if (cs->prefix) {
+	if (cs->prefix)
 		log_reset(cs);
+	if (cs->untraced)
 		bitmap_zero(cs->untraced, cs->nlines);
-	}
 	cs->events = 0;
 	cs->next = 0;
 	cs_model_reset(cs->model);
@@ -1016,13 +1082,16 @@ bool crashsim_prefix_supported(void)
 }
 
 #ifdef PMIDX_STORE_TRACE
-/* the prefix model's stores, in the crash pass only */
+/*
+ * The prefix model's stores, in the crash pass only; the eADR store
+ * model's in both passes (its crash points are stores).
+ */
 static void trace_start(struct crashsim *cs)
 {
 	static struct store_trace_ops ops = { .stored = cs_stored };
 
 	ops.priv = cs;
-	if (cs->prefix && !cs->counting)
+	if ((cs->prefix && !cs->counting) || cs->estore)
 		store_trace_start(cs->work, cs->size, &ops);
 }
 
@@ -1180,13 +1249,15 @@ int crashsim_run(const struct crashsim_config *cfg,
 		cs->cfg.max_failures = 5;
 	cs->cfg.prefix_images = prefix_images(cfg);
 	cs->prefix = cs->cfg.prefix && !cs->cfg.eadr;
+	cs->estore = cs->cfg.prefix && cs->cfg.eadr;
 	cs->wl = wl;
 	cs->res = res;
 	cs->size = cs->cfg.pool_size;
 	cs->nlines = cs->size >> LINE_SHIFT;
-	if (cs->prefix && !crashsim_prefix_supported()) {
-		printf("# crashsim %s: the prefix model needs the prefix build "
-		       "(build/user/prefix/)\n", wl->name);
+	if ((cs->prefix || cs->estore) && !crashsim_prefix_supported()) {
+		printf("# crashsim %s: the %s model needs the prefix build "
+		       "(build/user/prefix/)\n", wl->name,
+		       cs->estore ? "eADR store" : "prefix");
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
@@ -1197,7 +1268,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 	cs->pend_slot = calloc(cs->nlines, sizeof(*cs->pend_slot));
 	if (!cs->work || cs->media_fd < 0 || !cs->pend_slot)
 		goto out;
-	if (cs->prefix) {
+	if (cs->prefix || cs->estore) {
 		cs->log_slot = calloc(cs->nlines, sizeof(*cs->log_slot));
 		cs->untraced = calloc(BITS_TO_LONGS(cs->nlines), sizeof(long));
 		if (!cs->log_slot || !cs->untraced)
@@ -1242,7 +1313,8 @@ int crashsim_run(const struct crashsim_config *cfg,
 	if (cs->cfg.only_point < 0 || (u64)cs->cfg.only_point >= total)
 		crash_point(cs, true);
 	collect_dirty(cs);
-	res->unflushed_at_end = cs->ndirty;
+	/* eADR: nothing is unflushed (what differs is untraced, counted apart) */
+	res->unflushed_at_end = cs->cfg.eadr ? 0 : cs->ndirty;
 	signal(SIGABRT, old_abrt);
 	cs_active = NULL;
 	ret = 0;
@@ -1276,12 +1348,14 @@ void crashsim_print_result(const char *name, const struct crashsim_config *cfg,
 			   const struct crashsim_result *res)
 {
 	bool prefix = cfg->prefix && !cfg->eadr;
+	bool estore = cfg->prefix && cfg->eadr;
 
 	printf("# crashsim %s [%s%s, seed %#llx]: %llu crash points, %llu tried, "
 	       "%llu images recovered and checked (%llu refused as allowed), "
 	       "%llu ops (%llu acked), max %llu dirty lines, %llu unflushed at end, "
 	       "%llu failures, %.1fs\n",
-	       name, cfg->eadr ? "eADR" : prefix ? "ADR prefix" : "ADR",
+	       name, estore ? "eADR stores" : cfg->eadr ? "eADR" :
+	       prefix ? "ADR prefix" : "ADR",
 	       cfg->at_flushes ? "+flushes" : "",
 	       (unsigned long long)cfg->seed, (unsigned long long)res->events,
 	       (unsigned long long)res->points, (unsigned long long)res->images,
@@ -1299,5 +1373,9 @@ void crashsim_print_result(const char *name, const struct crashsim_config *cfg,
 		       prefix_images(cfg),
 		       (unsigned long long)res->max_line_stores,
 		       (unsigned long long)res->merged_stores,
+		       (unsigned long long)res->untraced_lines);
+	if (estore)
+		printf("# crashsim %s [eADR stores]: a crash point after every store "
+		       "word, %llu untraced lines\n", name,
 		       (unsigned long long)res->untraced_lines);
 }

@@ -36,7 +36,20 @@
  * (untraced_lines). A store that changes nothing is not recorded; past 64
  * pending stores a line's two oldest are merged into one (merged_stores).
  *
- * (In eADR mode there is one image per point: the working copy.) Each
+ * eADR (cfg.eadr): caches are persistent, so every store that reached the
+ * cache is durable, in program order (x86-TSO: stores reach the cache in
+ * that order, so per line a prefix of its stores, and across lines the
+ * stores before the crash). One image per point. Without store tracing
+ * (the plain build) the points are the fences (smp_wmb() included: an
+ * eADR protocol's ordering points) and, with at_flushes, the flushes; the
+ * image is the working copy. With cfg.prefix (the prefix build: the eADR
+ * store model) there is a crash point after every store word into the
+ * pool that changes it, and the image holds exactly the words reported
+ * before it; lines written by untraced code arrive as they are
+ * (untraced_lines). So an eADR protocol that relies on store order
+ * without a fence between two stores is checked at that very gap.
+ *
+ * Each
  * image is attached (recovery), checked by the workload's checker,
  * detached cleanly, attached and checked again, then attached with a
  * forced recovery trace that must reach every object the clean attach
@@ -83,7 +96,8 @@ struct crashsim_config {
 	long		only_point;	/* >= 0: just this point (replay) */
 	int		only_variant;	/* >= 0: just this variant (replay) */
 	unsigned int	max_failures;	/* stop reporting after (default 5) */
-	bool		prefix;		/* ADR store-prefix model (prefix build) */
+	bool		prefix;		/* ADR store-prefix model, or with @eadr the
+					 * eADR store model (prefix build) */
 	unsigned int	prefix_images;	/* prefix: images per point (default 16) */
 	const char	*save_dir;	/* failing crash images are saved here */
 	bool		verbose;
