@@ -35,6 +35,13 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	 */
 	[PMIDX_ENGINE_LODGE]	= &pmidx_lodge_ops,
 #endif
+#ifdef CONFIG_PMIDX_PFART
+	/*
+	 * New (issue 14): served by the userspace build and by a module
+	 * built with CONFIG_PMIDX_PFART=y until it has had its review.
+	 */
+	[PMIDX_ENGINE_PFART]	= &pmidx_pfart_ops,
+#endif
 };
 
 #ifdef PMIDX_TEST_ENGINES

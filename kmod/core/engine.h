@@ -102,6 +102,7 @@ extern const struct pmidx_engine_ops ccl_engine_ops;
 extern const struct pmidx_engine_ops pmidx_utree_ops;
 extern const struct pmidx_engine_ops pmidx_b3_ops;
 extern const struct pmidx_engine_ops pmidx_lodge_ops;
+extern const struct pmidx_engine_ops pmidx_pfart_ops;
 
 /* memcmp order, shorter first on a common prefix */
 static inline int pmidx_key_cmp(const u8 *a, u32 alen, const u8 *b, u32 blen)

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PFtree engine (Zhang et al., "PFtree: Optimizing Persistent Adaptive
+ * Radix Tree for PM Systems on eADR Platform"): operations. See pfart.h
+ * for the locking and the lifetime of every object, README.md for the
+ * crash protocol, the paper map and the deviations.
+ *
+ * Get: optimistic descent to the leaf array (tree.c), its DRAM metadata
+ *   (fingerprint, key length, then the key in pmem), the value copied
+ *   out, the array's version checked; a moved version is a retry.
+ * Put: the same descent, the array locked at the version it had; a key
+ *   that fits is appended in place (leaf.c: body, then the 2-byte header
+ *   commit; an update then clears the old record's valid bit), which
+ *   allocates nothing. A value over PFART_VINLINE_MAX bytes is a blob,
+ *   written before, outside the section. No room, no child for the key's
+ *   byte, a key leaving a prefix, an empty index: an SMO (smo.c) under
+ *   @smo, which performs the put itself.
+ * Delete: the same, one header store; an array left empty or under a
+ *   quarter full asks for a prune (smo.c), with hysteresis.
+ * Scan: scan.c.
+ */
+#include <linux/errno.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include "core/blob.h"
+#include "lock.h"
+#include "persist.h"
+#include "pfart.h"
+
+unsigned int pfart_leaf_bytes = PFART_LEAF_MAX;
+module_param(pfart_leaf_bytes, uint, 0644);
+MODULE_PARM_DESC(pfart_leaf_bytes, "pfart: largest leaf array of new indexes, 512, 1024 or 2048 bytes (default 2048; fixed at the first open)");
+
+s64 pfart_sum(struct pfart *t, size_t field)
+{
+	s64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(*(s64 *)((char *)per_cpu_ptr(t->pcpu, cpu) +
+					 field));
+	return sum;
+}
+
+#define SUM(t, f)	pfart_sum(t, offsetof(struct pfart_pcpu, f))
+
+/* ---- sections ------------------------------------------------------------- */
+
+static void writer_enter(struct pfart *t)
+{
+	for (;;) {
+		pmidx_epoch_enter(&t->pool->epoch);
+		/* pairs with pfart_thaw(): the checker's walk is over */
+		if (likely(!smp_load_acquire(&t->frozen)))
+			return;
+		pmidx_epoch_exit(&t->pool->epoch);
+		mutex_lock(&t->gate);
+		mutex_unlock(&t->gate);
+	}
+}
+
+/*
+ * Run an SMO under @smo, the reserves filled first (bulk allocation, out
+ * of any section). Called and returns inside a writer section; leaves it
+ * meanwhile (the mutex and the refill sleep), holding no lock.
+ */
+static int smo_put(struct pfart *t, struct pfart_put *pp)
+{
+	int ret;
+
+	pmidx_epoch_exit(&t->pool->epoch);
+	mutex_lock(&t->smo);
+	pfart_reserve_fill(t);	/* short: the SMO allocates what it lacks */
+	writer_enter(t);
+	ret = pfart_smo_put(t, pp);
+	pmidx_epoch_exit(&t->pool->epoch);
+	mutex_unlock(&t->smo);
+	cond_resched();
+	writer_enter(t);
+	return ret;
+}
+
+static void smo_prune(struct pfart *t, const u8 *key, u32 klen)
+{
+	int ret;
+
+	mutex_lock(&t->smo);
+	pfart_reserve_fill(t);
+	writer_enter(t);
+	ret = pfart_smo_prune(t, key, klen);
+	pmidx_epoch_exit(&t->pool->epoch);
+	mutex_unlock(&t->smo);
+	if (ret && ret != -ENOSPC)
+		pr_warn_ratelimited("pmidx: pfart index %s: prune failed: %d\n",
+				    t->idx->name, ret);
+}
+
+/* ---- get ------------------------------------------------------------------ */
+
+static int pfart_get(struct pmidx_index *idx, const u8 *key, u32 klen,
+		     u8 *val, u32 *vlen)
+{
+	struct pfart *t = idx->priv;
+	unsigned int tries = 0;
+	struct pfart_leaf *l;
+	struct pfart_meta *m;
+	struct pfart_view v;
+	u32 cap = *vlen;
+	int e, ret;
+	u64 ver;
+
+	pfart_stat_inc(t, ops_get);
+	pmidx_epoch_enter(&t->pool->epoch);
+	for (;;) {
+		ret = pfart_find_leaf(t, key, klen, &l, &ver);
+		if (ret)
+			break;
+		m = pfart_meta_of(t, pfart_off(t, l));
+		e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;
+		if (e < 0)
+			ret = m ? -ENOENT : -EUCLEAN;
+		else if (pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
+			ret = -EAGAIN;
+		else
+			ret = pfart_read_value(t, &v, val, cap, vlen);
+		if (ret != -EAGAIN && pfart_read_check(pfart_lk(l), ver))
+			break;
+		pfart_stat_inc(t, restarts);
+		if (++tries > PFART_RETRY_MAX) {
+			ret = -EUCLEAN;
+			break;
+		}
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	return ret;
+}
+
+/* ---- put ------------------------------------------------------------------ */
+
+/*
+ * Put in the locked leaf array @l if the record fits.
+ * Return: 0 done, -EEXIST, 1 no room (an SMO), < 0 an error.
+ */
+static int leaf_put(struct pfart *t, struct pfart_leaf *l, struct pfart_put *pp)
+{
+	struct pfart_meta *m = pfart_meta_of(t, pfart_off(t, l));
+	int e;
+
+	if (!m)
+		return -EUCLEAN;
+	e = pfart_leaf_find(t, l, m, pp->key, pp->klen);
+	if (e >= 0 && pp->flags & PMIDX_PUT_INSERT)
+		return -EEXIST;
+	if (!pfart_leaf_fits(l, m, pfart_rec_bytes(&pp->rec), e < 0))
+		return 1;
+	pp->old_blob = pfart_leaf_append(t, l, m, &pp->rec, e);
+	pp->added = e < 0;
+	return 0;
+}
+
+static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
+		     const u8 *val, u32 vlen, u32 flags)
+{
+	struct pfart *t = idx->priv;
+	struct pfart_put pp = {
+		.key = key, .klen = klen, .flags = flags,
+		.rec = { .key = key, .klen = klen, .val = val },
+	};
+	unsigned int tries = 0;
+	struct pfart_leaf *l;
+	u64 ver, blob = 0;
+	int ret;
+
+	pfart_stat_inc(t, ops_put);
+	if (vlen > PFART_VINLINE_MAX) {
+		/* out of the section: it allocates and persists */
+		blob = pmidx_blob_write(t->pool, val, vlen);
+		if (!blob)
+			return -ENOSPC;
+		pp.rec.vfield = PFART_VBLOB;
+		pp.rec.blob = blob;
+	} else {
+		pp.rec.vfield = vlen;
+	}
+	writer_enter(t);
+	for (;;) {
+		ret = pfart_find_leaf(t, key, klen, &l, &ver);
+		if (ret == -ENOENT) {
+			ret = smo_put(t, &pp);
+			break;
+		}
+		if (ret)
+			break;
+		if (!pfart_lock_at(t, pfart_lk(l), ver)) {
+			pfart_stat_inc(t, restarts);
+			if (++tries > PFART_RETRY_MAX) {
+				ret = -EUCLEAN;
+				break;
+			}
+			continue;
+		}
+		ret = leaf_put(t, l, &pp);
+		pfart_unlock(t, pfart_lk(l));
+		if (ret == 1)
+			ret = smo_put(t, &pp);
+		break;
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (ret) {
+		if (blob)	/* never committed */
+			pmidx_free(&t->pool->alloc, blob);
+		return ret;
+	}
+	if (blob)
+		pfart_stat_add(t, blob_bytes,
+			       pmidx_alloc_size(&t->pool->alloc, blob));
+	if (pp.old_blob) {
+		pfart_stat_add(t, blob_bytes,
+			       -(s64)pmidx_alloc_size(&t->pool->alloc, pp.old_blob));
+		pmidx_blob_retire(t->pool, pp.old_blob);
+	}
+	if (pp.added)
+		pfart_stat_inc(t, keys);
+	return 0;
+}
+
+/* ---- delete --------------------------------------------------------------- */
+
+/* After a delete left @m so: is a prune wanted? (Under the array's lock.) */
+static bool want_prune(struct pfart_leaf *l, struct pfart_meta *m)
+{
+	if (!m->n)
+		return true;
+	return m->live * 4 < pfart_data_size(l->klass) &&
+	       (!m->pruned || m->live * 2 <= m->pruned);
+}
+
+static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+{
+	struct pfart *t = idx->priv;
+	unsigned int tries = 0;
+	struct pfart_leaf *l;
+	struct pfart_meta *m;
+	bool prune = false;
+	u64 ver, blob = 0;
+	int e, ret;
+
+	pfart_stat_inc(t, ops_del);
+	writer_enter(t);
+	for (;;) {
+		ret = pfart_find_leaf(t, key, klen, &l, &ver);
+		if (ret)
+			break;
+		if (!pfart_lock_at(t, pfart_lk(l), ver)) {
+			pfart_stat_inc(t, restarts);
+			if (++tries > PFART_RETRY_MAX) {
+				ret = -EUCLEAN;
+				break;
+			}
+			continue;
+		}
+		m = pfart_meta_of(t, pfart_off(t, l));
+		e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;
+		if (e >= 0) {
+			blob = pfart_leaf_invalidate(t, l, m, e);
+			prune = want_prune(l, m);
+		}
+		pfart_unlock(t, pfart_lk(l));
+		ret = !m ? -EUCLEAN : e < 0 ? -ENOENT : 0;
+		break;
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (ret)
+		return ret;
+	pfart_stat_add(t, keys, -1);
+	if (blob) {
+		pfart_stat_add(t, blob_bytes,
+			       -(s64)pmidx_alloc_size(&t->pool->alloc, blob));
+		pmidx_blob_retire(t->pool, blob);
+	}
+	if (prune)
+		smo_prune(t, key, klen);
+	return 0;
+}
+
+/* ---- scan, check, stats ------------------------------------------------------ */
+
+static int pfart_scan_op(struct pmidx_index *idx, const u8 *start,
+			 u32 start_len, bool after, const u8 *end, u32 end_len,
+			 struct pmidx_scan_sink *sink)
+{
+	struct pfart *t = idx->priv;
+
+	pfart_stat_inc(t, ops_scan);
+	return pfart_scan(t, start, start_len, after, end, end_len, sink);
+}
+
+static int pfart_check_op(struct pmidx_index *idx, u64 *keys, const char **why)
+{
+	return pfart_check(idx->priv, keys, why);
+}
+
+static void pfart_stats(struct pmidx_index *idx, struct pmidx_stats *s)
+{
+	struct pfart *t = idx->priv;
+	s64 pm = PMIDX_INDEX_ROOT_SIZE + SUM(t, leaf_bytes) +
+		 SUM(t, inner_bytes) + SUM(t, blob_bytes);
+
+	pmidx_stat_set(s, PMIDX_STAT_KEYS, max_t(s64, SUM(t, keys), 0));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_GET, SUM(t, ops_get));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_PUT, SUM(t, ops_put));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_DEL, SUM(t, ops_del));
+	pmidx_stat_set(s, PMIDX_STAT_OPS_SCAN, SUM(t, ops_scan));
+	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, max_t(s64, pm, 0));
+	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, sizeof(*idx) + sizeof(*t) +
+		       sizeof(struct pfart_scratch) +
+		       atomic64_read(&t->dram_bytes) +
+		       num_possible_cpus() * sizeof(struct pfart_pcpu));
+}
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+static void teardown(struct pfart *t)
+{
+	pfart_reserve_drain(t);
+	pfart_mdir_free(t);
+	free_percpu(t->pcpu);
+	kvfree(t->scr);
+	kfree(t);
+}
+
+static int pfart_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
+{
+	struct pmidx_pool *pool = idx->pool;
+	u64 t0 = ktime_get_ns();
+	struct pfart *t;
+	int ret = -ENOMEM;
+
+	pfart_format_static_checks();
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	t->idx = idx;
+	t->pool = pool;
+	t->pm = &pool->pm;
+	t->eadr = pool->pm.eadr;	/* the adaptive flush's mode */
+	t->root_off = idx->root;
+	t->root = pmidx_ptr(t->pm, idx->root);
+	mutex_init(&t->smo);
+	mutex_init(&t->gate);
+	atomic64_set(&t->dram_bytes, 0);
+	t->pcpu = alloc_percpu(struct pfart_pcpu);
+	t->scr = kvzalloc(sizeof(*t->scr), GFP_KERNEL);
+	if (t->pcpu && t->scr)
+		ret = pfart_mdir_init(t);
+	if (!ret)
+		ret = pfart_recover(t, rc);
+	if (ret) {
+		teardown(t);
+		return ret;
+	}
+	t->recovery_ns = ktime_get_ns() - t0;
+	idx->priv = t;
+	return 0;
+}
+
+/* Detach: nothing to save (§4.4: the metadata is rebuilt at attach). */
+static void pfart_close(struct pmidx_index *idx, bool clean)
+{
+	struct pfart *t = idx->priv;
+
+	if (!t)
+		return;
+	/* our retired arrays come back first: their callbacks name @t */
+	pmidx_epoch_barrier(&t->pool->epoch);
+	teardown(t);
+	idx->priv = NULL;
+}
+
+struct drop {
+	u64	*v;
+	u64	n, cap;
+};
+
+static int drop_node(struct pfart *t, struct pfart_walk *w, u64 off)
+{
+	struct drop *d = w->ctx;
+	u64 *p;
+
+	if (d->n == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 1024;
+		p = kvmalloc_array(d->cap, sizeof(*p), GFP_KERNEL);
+		if (!p)
+			return -ENOMEM;
+		if (d->n)
+			memcpy(p, d->v, d->n * sizeof(*p));
+		kvfree(d->v);
+		d->v = p;
+	}
+	d->v[d->n++] = off;
+	return 0;
+}
+
+static int drop_blobs(struct pfart *t, struct pfart_walk *w, u64 off,
+		      const u8 *path, u32 depth)
+{
+	struct pfart_leaf *l = pfart_ptr(t, off);
+	struct pfart_meta *m = pfart_meta_of(t, off);
+	struct pfart_view v;
+	u32 e;
+
+	for (e = 0; m && e < m->n; e++)
+		if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v) &&
+		    v.vfield == PFART_VBLOB)
+			pmidx_free(&t->pool->alloc, pfart_view_blob(&v));
+	return 0;
+}
+
+/* Drop-index: every node, every blob a live record names, the reserves. */
+static void pfart_destroy(struct pmidx_index *idx)
+{
+	struct pfart *t = idx->priv;
+	struct drop d = {};
+	struct pfart_walk w = {
+		.node = drop_node, .leaf = drop_blobs, .ctx = &d,
+		.validate = true,
+	};
+	u64 i;
+
+	pmidx_epoch_barrier(&t->pool->epoch);
+	if (pfart_walk(t, &w))
+		pr_warn("pmidx: index %s: pfart drop stopped at a damaged node (%s); the rest leaks\n",
+			idx->name, w.why ?: "?");
+	for (i = 0; i < d.n; i++)
+		pmidx_free(&t->pool->alloc, d.v[i]);
+	kvfree(d.v);
+	teardown(t);
+	idx->priv = NULL;
+}
+
+const struct pmidx_engine_ops pmidx_pfart_ops = {
+	.id		= PMIDX_ENGINE_PFART,
+	.name		= "pfart",
+	.open		= pfart_open,
+	.close		= pfart_close,
+	.destroy	= pfart_destroy,
+	.get		= pfart_get,
+	.put		= pfart_put,
+	.del		= pfart_del,
+	.scan		= pfart_scan_op,
+	.check		= pfart_check_op,
+	.stats		= pfart_stats,
+};
