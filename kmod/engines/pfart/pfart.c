@@ -77,6 +77,9 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 	pfart_reserve_fill(t);	/* short: the SMO allocates what it lacks */
 	writer_enter(t);
 	ret = pfart_smo_put(t, pp);
+	/* in the section of the commit: a CHECK counts what it sees */
+	if (!ret && pp->added)
+		pfart_stat_inc(t, keys);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
 	cond_resched();
@@ -159,6 +162,8 @@ static int leaf_put(struct pfart *t, struct pfart_leaf *l, struct pfart_put *pp)
 		return 1;
 	pp->old_blob = pfart_leaf_append(t, l, m, &pp->rec, e);
 	pp->added = e < 0;
+	if (pp->added)		/* in the section: see smo_put() */
+		pfart_stat_inc(t, keys);
 	return 0;
 }
 
@@ -223,8 +228,6 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 			       -(s64)pmidx_alloc_size(&t->pool->alloc, pp.old_blob));
 		pmidx_blob_retire(t->pool, pp.old_blob);
 	}
-	if (pp.added)
-		pfart_stat_inc(t, keys);
 	return 0;
 }
 
@@ -273,10 +276,11 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		ret = !m ? -EUCLEAN : e < 0 ? -ENOENT : 0;
 		break;
 	}
+	if (!ret)
+		pfart_stat_add(t, keys, -1);
 	pmidx_epoch_exit(&t->pool->epoch);
 	if (ret)
 		return ret;
-	pfart_stat_add(t, keys, -1);
 	if (blob) {
 		pfart_stat_add(t, blob_bytes,
 			       -(s64)pmidx_alloc_size(&t->pool->alloc, blob));
