@@ -245,7 +245,8 @@ int pfart_scan(struct pfart *t, const u8 *start, u32 start_len, bool after,
 		return -ENOMEM;
 	st->val = st->vinit;
 	st->vcap = sizeof(st->vinit);
-	memcpy(st->cur, start, start_len);
+	if (start_len)	/* @start may be NULL then */
+		memcpy(st->cur, start, start_len);
 	st->curlen = start_len;
 	st->incl = !after;
 	pmidx_epoch_enter(&t->pool->epoch);
