@@ -206,6 +206,12 @@ static void del_entry(struct pfart_meta *m, u32 e)
 	smp_store_release(&m->n, last);
 }
 
+/* @live is read without the lock (smo.c collapse()) */
+static void live_add(struct pfart_meta *m, int bytes)
+{
+	WRITE_ONCE(m->live, m->live + bytes);
+}
+
 static u32 view_bytes(const struct pfart_view *v)
 {
 	return pfart_r_size(v->klen, v->vfield);
@@ -269,7 +275,7 @@ u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 	hdr_store(rec, pfart_r_make(r->klen, r->vfield));
 	pfart_persist(t, rec, 2);
 	m->tail = end;
-	m->live += size;
+	live_add(m, size);
 	pfart_stat_inc(t, appends);
 	if (old < 0) {
 		add_entry(l, m, pos, r->key, r->klen);
@@ -277,7 +283,7 @@ u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 	}
 	/* 3. an update: the old record goes */
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), old, &v))
-		m->live -= view_bytes(&v);
+		live_add(m, -(int)view_bytes(&v));
 	blob = clear_valid(t, l, m->pos[old]);
 	set_pos(m, old, pos);
 	return blob;
@@ -294,7 +300,7 @@ u64 pfart_leaf_invalidate(struct pfart *t, struct pfart_leaf *l,
 	u64 blob;
 
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
-		m->live -= view_bytes(&v);
+		live_add(m, -(int)view_bytes(&v));
 	blob = clear_valid(t, l, m->pos[e]);
 	del_entry(m, e);
 	return blob;
@@ -339,7 +345,7 @@ void pfart_leaf_fill(struct pfart *t, struct pfart_leaf *l,
 	}
 	m->n = n;
 	m->tail = pos;
-	m->live = pos;
+	WRITE_ONCE(m->live, pos);
 	l->count = cpu_to_le16(n);
 	l->check = cpu_to_le32(pfart_check_word(l, t->root_off));
 	/* the bytes behind @pos are zero since the reserve */
@@ -399,7 +405,7 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 	struct pfart_view v, w;
 
 	m->n = 0;
-	m->live = 0;
+	WRITE_ONCE(m->live, 0);
 	while (pos + 2 <= ds) {
 		u16 h = hdr_load(l->data + pos);
 		int e;
@@ -425,16 +431,16 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 				return parse_bad(p, "a key twice in a leaf array");
 			/* an update cut short: the later record wins */
 			if (!pfart_leaf_view(l, m, ds + PFART_HDR_SIZE, e, &w))
-				m->live -= view_bytes(&w);
+				live_add(m, -(int)view_bytes(&w));
 			clear_valid(t, l, m->pos[e]);
 			set_pos(m, e, pos);
-			m->live += view_bytes(&v);
+			live_add(m, view_bytes(&v));
 			p->dups++;
 		} else {
 			if (m->n >= m->cap)
 				return parse_bad(p, "too many records in a leaf array");
 			add_entry(l, m, pos, v.key, v.klen);
-			m->live += view_bytes(&v);
+			live_add(m, view_bytes(&v));
 		}
 		pos += view_bytes(&v);
 	}
