@@ -696,33 +696,39 @@ static int prune_leaf(struct pfart *t, const struct pfart_step *s)
  * pfart_smo_prune - give space back after deletes around @key
  *
  * The leaf array of @key (empty: it leaves its node; under-full: a
- * smaller one), then the node above it (collapse, else shrink).
- * Context: as pfart_smo_put(). Return: 0 or an error (nothing lost).
+ * smaller one), then the nodes above it, deepest first, for as long as
+ * one changes (collapse, else shrink): an emptied subtree goes all the
+ * way up. Context: as pfart_smo_put(). Return: 0 or an error (nothing
+ * lost).
  */
 int pfart_smo_prune(struct pfart *t, const u8 *key, u32 klen)
 {
 	struct pfart_path *p = &t->scr->path;
+	const struct pfart_step *s;
+	int kind, ret, rounds;
 	u32 mis;
-	int kind, ret;
 
 	kind = pfart_path_to(t, key, klen, p, &mis);
 	if (kind != PFART_AT_LEAF)
 		return min(kind, 0);
 	ret = prune_leaf(t, &p->s[p->n - 1]);
 	pfart_stat_inc(t, prunes);
-	if (ret)
-		return ret;
-	/* the node above, on a fresh path: the leaf may be gone */
-	kind = pfart_path_to(t, key, klen, p, &mis);
-	if (kind < 0)
-		return kind;
-	if (kind == PFART_AT_LEAF)
-		p->n--;
-	if (kind == PFART_AT_EMPTY || !p->n ||
-	    type_of(t, p->s[p->n - 1].off) == PFART_LEAF)
-		return 0;
-	ret = collapse(t, &p->s[p->n - 1]);
-	if (ret)
-		return min(ret, 0);
-	return min(shrink(t, &p->s[p->n - 1]), 0);
+	for (rounds = 0; !ret && rounds < PFART_PATH_MAX; rounds++) {
+		/* a fresh path: what the last round changed is gone */
+		kind = pfart_path_to(t, key, klen, p, &mis);
+		if (kind < 0)
+			return kind;
+		if (kind == PFART_AT_LEAF)
+			p->n--;
+		if (kind == PFART_AT_EMPTY || !p->n)
+			return 0;
+		s = &p->s[p->n - 1];
+		ret = collapse(t, s);
+		if (!ret)
+			ret = shrink(t, s);
+		if (ret <= 0)
+			return ret;
+		ret = 0;
+	}
+	return ret;
 }
