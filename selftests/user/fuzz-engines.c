@@ -75,6 +75,7 @@
 #include "core/wal.h"
 #include "engines/ccl/ccl.h"
 #include "engines/utree/utree.h"
+#include "engines/pfart/pfart.h"
 
 #define FE_SIZE		PMIDX_MIN_POOL_SIZE
 /*
@@ -87,10 +88,10 @@
 
 enum fe_kind {
 	FK_ROOT,	/* an index root */
-	FK_LEAF,	/* ccl leaf */
+	FK_LEAF,	/* ccl leaf, pfart leaf array */
 	FK_LOGDIR,	/* log directory (core/wal.h) */
 	FK_LOG,		/* log chunk, the part written so far */
-	FK_NODE,	/* uTree list node */
+	FK_NODE,	/* uTree list node, pfart inner node */
 	FK_CHUNK,	/* uTree node chunk header */
 	FK_TRACKERS,	/* uTree tracker table */
 	FK_IMAGE,	/* uTree saved tree image */
@@ -156,6 +157,8 @@ static void ccl_fe_classify(struct fe_ctx *c, u64 root);
 static void ccl_fe_extra(struct pmidx_index *idx);
 static void ut_fe_classify(struct fe_ctx *c, u64 root);
 static void ut_fe_reseal(u8 *img, const struct fe_obj *o);
+static void pfart_fe_classify(struct fe_ctx *c, u64 root);
+static void pfart_fe_reseal(u8 *img, const struct fe_obj *o);
 
 static const struct fe_engine engines[] = {
 	{ PMIDX_ENGINE_CCL, ccl_fe_setup, ccl_fe_classify, NULL, ccl_fe_extra },
@@ -163,6 +166,8 @@ static const struct fe_engine engines[] = {
 	{ PMIDX_ENGINE_B3, NULL, NULL, NULL, NULL },
 	/* lodge: objects typed generically (leaves, logs, the directory) */
 	{ PMIDX_ENGINE_LODGE, NULL, NULL, NULL, NULL },
+	/* pfart: inner nodes and leaf arrays typed, their check words resealed */
+	{ PMIDX_ENGINE_PFART, NULL, pfart_fe_classify, pfart_fe_reseal, NULL },
 };
 
 #define FE_NENG		ARRAY_SIZE(engines)
@@ -473,6 +478,50 @@ static void list_objects(struct fe_image *im, struct pmidx_pool *pool, u8 *img)
 	free(c.aoff);
 	free(c.asize);
 	free(c.claimed);
+}
+
+/* ---- pfart ------------------------------------------------------------ */
+
+/* Inner nodes and leaf arrays, from root->top (blobs: typed generically). */
+static void pfart_fe_classify(struct fe_ctx *c, u64 root)
+{
+	const struct pfart_root *r = (const void *)(c->img + root);
+	u64 stack[1024], child[256];
+	u8 keys[256];
+	u32 n = 0, i, cnt;
+
+	if (le64_to_cpu(r->magic) != PFART_ROOT_MAGIC || !r->top)
+		return;
+	stack[n++] = le64_to_cpu(r->top);
+	while (n) {
+		u64 off = stack[--n];
+		const struct pfart_inner *x = (const void *)(c->img + off);
+
+		if (off + PFART_LEAF_MIN > FE_SIZE)
+			continue;
+		if (x->type == PFART_LEAF) {
+			fe_add(c, FK_LEAF, off, pfart_leaf_size(
+			       min_t(u8, ((const struct pfart_leaf *)x)->klass,
+				     PFART_NR_CLASSES - 1)));
+			continue;
+		}
+		if (x->type < PFART_N4 || x->type > PFART_N256)
+			continue;
+		fe_add(c, FK_NODE, off, pfart_inner_obj(x->type));
+		cnt = pfart_inner_entries(x, keys, child);
+		if (x->end && n < ARRAY_SIZE(stack))
+			stack[n++] = le64_to_cpu(x->end);
+		for (i = 0; i < cnt && n < ARRAY_SIZE(stack); i++)
+			stack[n++] = child[i];
+	}
+}
+
+static void pfart_fe_reseal(u8 *img, const struct fe_obj *o)
+{
+	struct pfart_leaf *h = (void *)(img + o->off);
+
+	if (o->kind == FK_NODE || o->kind == FK_LEAF)
+		h->check = cpu_to_le32(pfart_check_word(h, le64_to_cpu(h->owner)));
 }
 
 /* ---- ccl --------------------------------------------------------------- */
