@@ -203,6 +203,7 @@ static void del_entry(struct pfart_meta *m, u32 e)
 		WRITE_ONCE(m->klen[e], m->klen[last]);
 		WRITE_ONCE(m->fp[e], m->fp[last]);
 	}
+	/* release: pairs with the acquire of @n in pfart_leaf_find() */
 	smp_store_release(&m->n, last);
 }
 

@@ -110,6 +110,7 @@ static inline void pfart_obsolete(const struct pfart *t, __le64 *lk)
 {
 	u64 w = pfart_lk_raw(lk);
 
+	/* release: the commit store happens before readers see this */
 	smp_store_release(lk, cpu_to_le64(w | PFART_LK_OBSOLETE |
 					  PFART_LK_LOCKED));
 }

@@ -67,6 +67,7 @@ int pfart_mdir_ensure(struct pfart *t, u64 off, gfp_t gfp)
 
 	if (off < t->data_off || c >= t->nchunks)
 		return -EINVAL;
+	/* acquire: pairs with the cmpxchg below */
 	if (smp_load_acquire(&t->mdir[c]))
 		return 0;
 	a = kcalloc(PFART_MDIR_SLOTS, sizeof(*a), gfp);
