@@ -10,13 +10,13 @@
  * measured phase is observed; the XPBuffer is drained at its end. The
  * ccl GC thread runs as in the kernel (ccl_th_log, default 20 %).
  *
- *   ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]
+ *   ccl-xpline [--engine all|ccl|utree|b3|lodge|pfart] [--nbatch LIST] [--naive]
  *              [--dist LIST] [--theta T] [--warm W] [--ops N]
  *              [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]
- *              [--json FILE]
+ *              [--eadr] [--json FILE]
  *   ccl-xpline W [N]                  (the earlier form: --dist new)
  *
- *   --engine all   utree, b3, lodge, ccl with each --nbatch (default 1,2,3,4,5), and
+ *   --engine all   utree, b3, lodge, pfart, ccl with each --nbatch (default 1,2,3,4,5), and
  *                  ccl with the naive GC at the default N_batch (2)
  *   --engine ccl   ccl with each --nbatch (default 2); --naive: naive GC
  *   --dist         comma list of: uniform (upserts, items uniform over
@@ -33,6 +33,11 @@
  *                  measured phase, to see what GC costs
  *   --multi-split 0|1  lodge's hotness-aware multiple split (default on)
  *   --hot-t T      lodge's hotness factor t of Formula 1 (default 2)
+ *   --eadr         attach the pools as eADR (flushes elided, the fence an
+ *                  ordering barrier; pfart's adaptive flush: writes of up
+ *                  to 256 bytes left to the cache, larger written back
+ *                  without a fence); the XPLine model then sees only the
+ *                  write-backs that remain
  *   --json FILE    one JSON object per configuration (xpline_json() plus
  *                  the configuration and engine counters), a line each
  *
@@ -52,6 +57,7 @@
 #include "xpline.h"
 #include "engines/ccl/ccl.h"
 #include "engines/lodge/lodge.h"
+#include "engines/pfart/pfart.h"
 #include "../../tools/bench/zipf.h"
 
 enum dist { D_UNIFORM, D_ZIPF, D_NEW };
@@ -62,6 +68,7 @@ struct cfg {
 	double		theta;
 	unsigned int	th_log;		/* ccl_th_log, 0: the default */
 	int		multi;		/* lodge_multi_split, -1: the default */
+	bool		eadr;		/* attach as eADR */
 	FILE		*json;
 };
 
@@ -89,6 +96,20 @@ static u64 stat_of(struct pmidx_index *idx, unsigned int key)
 	if (idx->ops->stats)
 		idx->ops->stats(idx, &s);
 	return s.have & (1ULL << key) ? s.val[key] : 0;
+}
+
+/* pfart's adaptive flush: writes left to the cache, written back unfenced */
+static void pfart_eadr_counts(struct pmidx_index *idx, u64 *skips, u64 *wbs)
+{
+	struct pfart *t = idx->priv;
+	int cpu;
+
+	*skips = 0;
+	*wbs = 0;
+	for_each_possible_cpu(cpu) {
+		*skips += READ_ONCE(per_cpu_ptr(t->pcpu, cpu)->eadr_skips);
+		*wbs += READ_ONCE(per_cpu_ptr(t->pcpu, cpu)->nofence_wbs);
+	}
 }
 
 /* lodge's node splits; *multi: those into more than 2 pieces */
@@ -126,6 +147,8 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 	struct xpline_config xc = { .no_chain = false };
 	bool ccl = engine == PMIDX_ENGINE_CCL;
 	bool lodge = engine == PMIDX_ENGINE_LODGE;
+	bool pfart = engine == PMIDX_ENGINE_PFART;
+	u64 sk0 = 0, wb0 = 0, sk, wb;
 	u64 i, k, gc0 = 0, lf0 = 0, la0 = 0, gc, lf, la, lb0 = 0, ls0 = 0;
 	u64 lm0 = 0, lm;
 	struct pmidx_pmem_stats ps0, ps1;
@@ -157,7 +180,7 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		lodge_multi_split = c->multi;
 	if (pmidx_pool_format(img, c->pool_size, true, &why))
 		goto fail;
-	pool = pmidx_pool_open(img, c->pool_size, false, &why);
+	pool = pmidx_pool_open(img, c->pool_size, c->eadr, &why);
 	if (IS_ERR(pool)) {
 		why = why ?: "pool open";
 		goto fail;
@@ -181,6 +204,8 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		lb0 = stat_of(idx, PMIDX_STAT_LOG_BYTES);
 		ls0 = lodge_lin_splits(idx, &lm0);
 	}
+	if (pfart)
+		pfart_eadr_counts(idx, &sk0, &wb0);
 	pmidx_pmem_sum_stats(&pool->pm, &ps0);
 	xc.base = img;
 	xc.size = c->pool_size;
@@ -213,8 +238,8 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 			 naive ? " naive-gc" : "");
 	else
 		snprintf(label, sizeof(label), "%s", pmidx_engine_name(engine));
-	printf("%-7s %-22s lines/op %6.3f  xplines/op %6.3f  XBI %6.2f  CLI %5.2f",
-	       dist_name[d], label, (double)st.lines / c->ops,
+	printf("%-7s %-22s %s lines/op %6.3f  xplines/op %6.3f  XBI %6.2f  CLI %5.2f",
+	       dist_name[d], label, c->eadr ? "eADR" : "ADR ", (double)st.lines / c->ops,
 	       (double)st.xpline_writes / c->ops,
 	       (double)st.media_write_bytes / (16.0 * c->ops),
 	       64.0 * st.lines / (16.0 * c->ops));
@@ -234,10 +259,19 @@ static int run(const struct cfg *c, enum dist d, u32 engine,
 		       (double)(stat_of(idx, PMIDX_STAT_LEAF_FLUSHES) - lf0) / c->ops,
 		       (unsigned long long)ls, (unsigned long long)(lm - lm0));
 	}
-	printf("  (%.1f s)\n", secs);
+	if (pfart) {
+		pfart_eadr_counts(idx, &sk, &wb);
+		printf("  left-to-cache/op %.3f  unfenced-writebacks/op %.3f",
+		       (double)(sk - sk0) / c->ops, (double)(wb - wb0) / c->ops);
+	}
+	printf("  (%.1f s, %.2f Mops/s)\n", secs, c->ops / secs / 1e6);
 	fflush(stdout);
 	if (c->json) {
-		fprintf(c->json, "{\"dist\":\"%s\",\"theta\":%.3f,\"warm\":%llu,"
+		fprintf(c->json, "{\"persist\":\"%s\",\"flushes\":%llu,\"fences\":%llu,",
+			c->eadr ? "eadr" : "adr",
+			(unsigned long long)(ps1.flushes - ps0.flushes),
+			(unsigned long long)(ps1.fences - ps0.fences));
+		fprintf(c->json, "\"dist\":\"%s\",\"theta\":%.3f,\"warm\":%llu,"
 			"\"keyspace\":%llu,\"engine\":\"%s\",\"nbatch\":%u,"
 			"\"naive_gc\":%s,\"log_appends\":%llu,\"leaf_flushes\":%llu,"
 			"\"gc_runs\":%llu,\"model\":",
@@ -262,10 +296,10 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3|lodge] [--nbatch LIST] [--naive]\n"
+	fprintf(stderr, "usage: ccl-xpline [--engine all|ccl|utree|b3|lodge|pfart] [--nbatch LIST] [--naive]\n"
 		"                  [--dist uniform,zipf,new] [--theta T] [--warm W] [--ops N]\n"
 		"                  [--keyspace K] [--seed S] [--pool-size BYTES] [--th-log PCT]\n"
-		"                  [--multi-split 0|1] [--hot-t T] [--json FILE]\n"
+		"                  [--multi-split 0|1] [--hot-t T] [--eadr] [--json FILE]\n"
 		"       ccl-xpline W [N]\n");
 	exit(2);
 }
@@ -322,6 +356,7 @@ int main(int argc, char **argv)
 		{ "seed", 1, NULL, 's' }, { "pool-size", 1, NULL, 'P' },
 		{ "json", 1, NULL, 'j' }, { "th-log", 1, NULL, 'L' },
 		{ "multi-split", 1, NULL, 'M' }, { "hot-t", 1, NULL, 'T' },
+		{ "eadr", 0, NULL, 'E' },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -348,6 +383,7 @@ int main(int argc, char **argv)
 		case 'L': c.th_log = strtoul(optarg, NULL, 0); break;
 		case 'M': c.multi = !!atoi(optarg); break;
 		case 'T': lodge_hot_t = strtoul(optarg, NULL, 0); break;
+		case 'E': c.eadr = true; break;
 		case 'j':
 			c.json = fopen(optarg, "a");
 			if (!c.json) {
@@ -367,7 +403,7 @@ int main(int argc, char **argv)
 		c.keyspace = c.warm;
 	if (!c.ops || !c.keyspace || !(c.theta >= 0 && c.theta < 1) ||
 	    (strcmp(engine, "all") && strcmp(engine, "ccl") && strcmp(engine, "utree") &&
-	     strcmp(engine, "b3") && strcmp(engine, "lodge")))
+	     strcmp(engine, "b3") && strcmp(engine, "lodge") && strcmp(engine, "pfart")))
 		usage();
 	if (!c.pool_size) {		/* generous: utree needs ~150 B a key */
 		c.pool_size = (c.warm + c.ops) * 1024;
@@ -390,8 +426,11 @@ int main(int argc, char **argv)
 		if (!strcmp(engine, "all") || !strcmp(engine, "lodge"))
 			if (run(&c, d, PMIDX_ENGINE_LODGE, 0, false))
 				return 1;
+		if (!strcmp(engine, "all") || !strcmp(engine, "pfart"))
+			if (run(&c, d, PMIDX_ENGINE_PFART, 0, false))
+				return 1;
 		if (!strcmp(engine, "utree") || !strcmp(engine, "b3") ||
-		    !strcmp(engine, "lodge"))
+		    !strcmp(engine, "lodge") || !strcmp(engine, "pfart"))
 			continue;
 		if (!nbmask)
 			nbmask = !strcmp(engine, "all") ? 0x3e : 1U << 2;

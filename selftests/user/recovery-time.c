@@ -4,7 +4,7 @@
  * (userspace build, the real engines), after a power cut and after a
  * clean close.
  *
- *   recovery-time [--engine all|ccl|utree|b3|lodge] [--keys N[,N...]] [--dir DIR]
+ *   recovery-time [--engine all|ccl|utree|b3|lodge|pfart] [--keys N[,N...]] [--dir DIR]
  *                 [--threads T] [--repeat R] [--pool-size BYTES]
  *                 [--json FILE] [--keep]
  *
@@ -25,7 +25,8 @@
  * Each of the R crash repeats attaches a fresh copy of the image (holes
  * kept). Reported: wall time of pmidx_pool_file_open() (map + attach +
  * engine recovery) and the pool's own recovery_ns (attach-time recovery,
- * as `pmidxctl stats` shows it), min and median over R; the first repeat
+ * as `pmidxctl stats` shows it), min and median over R (pfart: also the
+ * part of it that rebuilt the leaf arrays' DRAM metadata); the first repeat
  * also checks the structure and the key count (not timed). Recovery runs
  * on the shim's CPUs (PMIDX_SHIM_NR_CPUS, default 16) whatever the host
  * has. Set PMIDX_PMEM_HW=1 to issue real clwb/sfence on the page cache as
@@ -45,6 +46,7 @@
 #include "pool_file.h"
 #include "core/engine.h"
 #include "engines/ccl/ccl.h"
+#include "engines/pfart/pfart.h"
 
 struct cfg {
 	const char	*dir;
@@ -165,7 +167,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 struct timing {
-	u64	wall[64], rec[64];
+	u64	wall[64], rec[64], meta[64];	/* meta: pfart's leaf metadata */
 };
 
 static void summary(const char *what, struct timing *t, unsigned int r,
@@ -173,17 +175,23 @@ static void summary(const char *what, struct timing *t, unsigned int r,
 {
 	qsort(t->wall, r, sizeof(u64), cmp_u64);
 	qsort(t->rec, r, sizeof(u64), cmp_u64);
+	qsort(t->meta, r, sizeof(u64), cmp_u64);
 	out[0] = t->wall[0] / 1e6;
 	out[1] = t->wall[r / 2] / 1e6;
 	out[2] = t->rec[0] / 1e6;
 	out[3] = t->rec[r / 2] / 1e6;
-	printf("  %-26s attach %9.1f ms (median %9.1f)   recovery_ns %9.1f ms (median %9.1f)\n",
+	out[4] = t->meta[0] / 1e6;
+	out[5] = t->meta[r / 2] / 1e6;
+	printf("  %-26s attach %9.1f ms (median %9.1f)   recovery_ns %9.1f ms (median %9.1f)",
 	       what, out[0], out[1], out[2], out[3]);
+	if (t->meta[r / 2])
+		printf("   leaf metadata %9.1f ms (median %9.1f)", out[4], out[5]);
+	printf("\n");
 }
 
 /* Attach @path, time it, optionally check it holds @keys keys, detach. */
 static int attach(const char *path, u64 keys, bool check, u64 *wall, u64 *rec,
-		  u64 *replayed)
+		  u64 *meta, u64 *replayed)
 {
 	struct pmidx_pool_file *pf;
 	struct pmidx_index *idx;
@@ -201,6 +209,9 @@ static int attach(const char *path, u64 keys, bool check, u64 *wall, u64 *rec,
 	idx = pmidx_index_lookup(pf->pool, "rt");
 	if (idx && idx->ops->id == PMIDX_ENGINE_CCL)
 		*replayed = ((struct ccl_tree *)idx->priv)->replayed;
+	*meta = 0;
+	if (idx && idx->ops->id == PMIDX_ENGINE_PFART)
+		*meta = ((struct pfart *)idx->priv)->meta_ns;
 	if (check) {
 		ret = !idx ? -ENOENT : idx->ops->check(idx, &n, &why);
 		if (!ret && n != keys) {
@@ -224,7 +235,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 	struct pmidx_index *idx;
 	struct loader *l;
 	struct timing tc, tr;
-	double crash_ms[4], restart_ms[4], load_s, close_ms, copy_ms;
+	double crash_ms[6], restart_ms[6], load_s, close_ms, copy_ms;
 	u64 t0, per, size = c->pool_size, replayed = 0, dummy = 0;
 	unsigned int i;
 	int ret;
@@ -286,7 +297,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 		ret = copy_file(crash, try);
 		if (!ret)
 			ret = attach(try, keys, i == 0, &tc.wall[i], &tc.rec[i],
-				     &replayed);
+				     &tc.meta[i], &replayed);
 		unlink(try);
 		if (ret) {
 			why = "crash image recovery";
@@ -294,7 +305,8 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 		}
 	}
 	for (i = 0; i < c->repeat; i++) {
-		ret = attach(path, keys, i == 0, &tr.wall[i], &tr.rec[i], &dummy);
+		ret = attach(path, keys, i == 0, &tr.wall[i], &tr.rec[i],
+			     &tr.meta[i], &dummy);
 		if (ret) {
 			why = "restart";
 			goto fail;
@@ -313,12 +325,15 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 			"\"crash_attach_ms\":{\"min\":%.3f,\"median\":%.3f},"
 			"\"crash_recovery_ms\":{\"min\":%.3f,\"median\":%.3f},"
 			"\"restart_attach_ms\":{\"min\":%.3f,\"median\":%.3f},"
-			"\"restart_recovery_ms\":{\"min\":%.3f,\"median\":%.3f}}\n",
+			"\"restart_recovery_ms\":{\"min\":%.3f,\"median\":%.3f},"
+			"\"crash_meta_ms\":{\"min\":%.3f,\"median\":%.3f},"
+			"\"restart_meta_ms\":{\"min\":%.3f,\"median\":%.3f}}\n",
 			name, (unsigned long long)keys, c->threads, nr_cpu_ids,
 			c->repeat, load_s, close_ms,
 			(unsigned long long)replayed, crash_ms[0], crash_ms[1],
 			crash_ms[2], crash_ms[3], restart_ms[0], restart_ms[1],
-			restart_ms[2], restart_ms[3]);
+			restart_ms[2], restart_ms[3], crash_ms[4], crash_ms[5],
+			restart_ms[4], restart_ms[5]);
 	if (!c->keep) {
 		unlink(crash);
 		unlink(path);
@@ -332,7 +347,7 @@ fail:
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: recovery-time [--engine all|ccl|utree|b3|lodge] [--keys N[,N...]] "
+	fprintf(stderr, "usage: recovery-time [--engine all|ccl|utree|b3|lodge|pfart] [--keys N[,N...]] "
 		"[--dir DIR] [--threads T]\n"
 		"                     [--repeat R] [--pool-size BYTES] [--json FILE] [--keep]\n");
 	exit(2);
@@ -373,7 +388,7 @@ int main(int argc, char **argv)
 	if (optind < argc || !c.threads || c.threads > 64 || !c.repeat ||
 	    c.repeat > 64 || (strcmp(engine, "all") && strcmp(engine, "ccl") &&
 			      strcmp(engine, "utree") && strcmp(engine, "b3") &&
-			      strcmp(engine, "lodge")))
+			      strcmp(engine, "lodge") && strcmp(engine, "pfart")))
 		usage();
 	printf("# recovery-time: shim CPUs %u, PMIDX_PMEM_HW=%s, %u repeats, min (median)\n",
 	       nr_cpu_ids, getenv("PMIDX_PMEM_HW") ?: "(unset)", c.repeat);
@@ -384,10 +399,10 @@ int main(int argc, char **argv)
 		if (end == s || !keys || (*end && *end != ','))
 			usage();
 		s = *end ? end + 1 : end;
-		for (e = 0; e < 4; e++) {
+		for (e = 0; e < 5; e++) {
 			static const u32 ids[] = {
 				PMIDX_ENGINE_UTREE, PMIDX_ENGINE_CCL, PMIDX_ENGINE_B3,
-				PMIDX_ENGINE_LODGE,
+				PMIDX_ENGINE_LODGE, PMIDX_ENGINE_PFART,
 			};
 			u32 engine_id = ids[e];
 
