@@ -56,6 +56,7 @@ static const struct {
 	{ "emb-ccl", PMIDX_ENGINE_CCL },
 	{ "emb-b3", PMIDX_ENGINE_B3 },
 	{ "emb-lodge", PMIDX_ENGINE_LODGE },
+	{ "emb-pfart", PMIDX_ENGINE_PFART },
 };
 
 static int val_of(uint64_t i, char *buf)
