@@ -28,11 +28,13 @@
  * (parent before child), so readers and leaf writers see their versions
  * move; a replaced node stays locked and is marked obsolete.
  *
- * Lock order: @smo -> @gate -> epoch section -> node locks (parent before
- * child; leaf arrays last) -> pool allocator. A leaf writer holds one lock
- * and waits for nothing while it holds it, so an SMO spinning on that
- * leaf array cannot deadlock; node locks spin (holders are in sections
- * and never sleep; allocations under them are GFP_ATOMIC).
+ * Lock order: @smo -> @gate -> epoch section -> node locks -> pool
+ * allocator. Only the SMO (one at a time) locks inner nodes, so it takes
+ * them and the leaf arrays it replaces in whatever order it meets them; a
+ * leaf writer holds one leaf array's lock and waits for nothing while it
+ * holds it, so an SMO spinning on that array cannot deadlock. Node locks
+ * spin (holders are in sections and never sleep; allocations under them
+ * are GFP_ATOMIC).
  *
  * Lifetime (who may name what, and when it is freed):
  *  - a leaf array is allocated zeroed and persisted into a reserve (meta.c;
