@@ -50,7 +50,7 @@ s64 pfart_sum(struct pfart *t, size_t field)
 
 /* ---- sections ------------------------------------------------------------- */
 
-static void writer_enter(struct pfart *t)
+void pfart_writer_enter(struct pfart *t)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
@@ -61,6 +61,32 @@ static void writer_enter(struct pfart *t)
 		mutex_lock(&t->gate);
 		mutex_unlock(&t->gate);
 	}
+}
+
+/**
+ * pfart_retry - a descent or a lock raced a writer: go again
+ * @writer: the caller is in a writer section (pfart_writer_enter())
+ *
+ * Every PFART_SPIN tries the section is left and the CPU given up: the
+ * holder of the lock may be a thread this CPU preempted (userspace), and
+ * an epoch section must not spin for long. Context: inside a section,
+ * left and entered again.
+ * Return: false past PFART_RETRY_MAX tries (a node locked for good).
+ */
+bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
+{
+	pfart_stat_inc(t, restarts);
+	if (++*tries % PFART_SPIN) {
+		cpu_relax();
+		return true;
+	}
+	pmidx_epoch_exit(&t->pool->epoch);
+	cond_resched();
+	if (writer)
+		pfart_writer_enter(t);
+	else
+		pmidx_epoch_enter(&t->pool->epoch);
+	return *tries < PFART_RETRY_MAX;
 }
 
 /*
@@ -75,7 +101,7 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_lock(&t->smo);
 	pfart_reserve_fill(t);	/* short: the SMO allocates what it lacks */
-	writer_enter(t);
+	pfart_writer_enter(t);
 	ret = pfart_smo_put(t, pp);
 	/* in the section of the commit: a CHECK counts what it sees */
 	if (!ret && pp->added)
@@ -83,7 +109,7 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
 	cond_resched();
-	writer_enter(t);
+	pfart_writer_enter(t);
 	return ret;
 }
 
@@ -93,7 +119,7 @@ static void smo_prune(struct pfart *t, const u8 *key, u32 klen)
 
 	mutex_lock(&t->smo);
 	pfart_reserve_fill(t);
-	writer_enter(t);
+	pfart_writer_enter(t);
 	ret = pfart_smo_prune(t, key, klen);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
@@ -120,20 +146,22 @@ static int pfart_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 	pmidx_epoch_enter(&t->pool->epoch);
 	for (;;) {
 		ret = pfart_find_leaf(t, key, klen, &l, &ver);
-		if (ret)
+		if (!ret) {
+			m = pfart_meta_of(t, pfart_off(t, l));
+			e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;
+			if (e < 0)
+				ret = m ? -ENOENT : -EUCLEAN;
+			else if (pfart_leaf_view(l, m, pfart_leaf_size(l->klass),
+						 e, &v))
+				ret = -EAGAIN;
+			else
+				ret = pfart_read_value(t, &v, val, cap, vlen);
+			if (ret != -EAGAIN && !pfart_read_check(pfart_lk(l), ver))
+				ret = -EAGAIN;
+		}
+		if (ret != -EAGAIN)
 			break;
-		m = pfart_meta_of(t, pfart_off(t, l));
-		e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;
-		if (e < 0)
-			ret = m ? -ENOENT : -EUCLEAN;
-		else if (pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
-			ret = -EAGAIN;
-		else
-			ret = pfart_read_value(t, &v, val, cap, vlen);
-		if (ret != -EAGAIN && pfart_read_check(pfart_lk(l), ver))
-			break;
-		pfart_stat_inc(t, restarts);
-		if (++tries > PFART_RETRY_MAX) {
+		if (!pfart_retry(t, &tries, false)) {
 			ret = -EUCLEAN;
 			break;
 		}
@@ -191,22 +219,20 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	} else {
 		pp.rec.vfield = vlen;
 	}
-	writer_enter(t);
+	pfart_writer_enter(t);
 	for (;;) {
 		ret = pfart_find_leaf(t, key, klen, &l, &ver);
 		if (ret == -ENOENT) {
 			ret = smo_put(t, &pp);
 			break;
 		}
-		if (ret)
-			break;
-		if (!pfart_lock_at(t, pfart_lk(l), ver)) {
-			pfart_stat_inc(t, restarts);
-			if (++tries > PFART_RETRY_MAX) {
-				ret = -EUCLEAN;
-				break;
-			}
+		if (!ret && !pfart_lock_at(t, pfart_lk(l), ver))
+			ret = -EAGAIN;
+		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
+		if (ret) {
+			ret = ret == -EAGAIN ? -EUCLEAN : ret;
+			break;
 		}
 		ret = leaf_put(t, l, &pp);
 		pfart_unlock(t, pfart_lk(l));
@@ -253,18 +279,16 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	int e, ret;
 
 	pfart_stat_inc(t, ops_del);
-	writer_enter(t);
+	pfart_writer_enter(t);
 	for (;;) {
 		ret = pfart_find_leaf(t, key, klen, &l, &ver);
-		if (ret)
-			break;
-		if (!pfart_lock_at(t, pfart_lk(l), ver)) {
-			pfart_stat_inc(t, restarts);
-			if (++tries > PFART_RETRY_MAX) {
-				ret = -EUCLEAN;
-				break;
-			}
+		if (!ret && !pfart_lock_at(t, pfart_lk(l), ver))
+			ret = -EAGAIN;
+		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
+		if (ret) {
+			ret = ret == -EAGAIN ? -EUCLEAN : ret;
+			break;
 		}
 		m = pfart_meta_of(t, pfart_off(t, l));
 		e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;

@@ -80,7 +80,13 @@ extern unsigned int pfart_leaf_bytes;
 #define PFART_RES_LOW		8	/* refill below this */
 #define PFART_MAX_ENTRIES	255	/* entries of one leaf array (u8 order) */
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)
-#define PFART_RETRY_MAX		(1U << 20)	/* restarts: a damaged tree */
+/*
+ * Restarts of one operation: every PFART_SPIN it leaves its section and
+ * reschedules; past PFART_RETRY_MAX a node stays locked for good (a bug,
+ * not a damaged image: generations unlock what an image left locked).
+ */
+#define PFART_SPIN		256
+#define PFART_RETRY_MAX		(1U << 24)
 /* an N256 shrinks to N48 at this many children, N48 to N16, N16 to N4 */
 #define PFART_SHRINK_256	37
 #define PFART_SHRINK_48		12
@@ -419,6 +425,8 @@ int pfart_scan(struct pfart *t, const u8 *start, u32 start_len, bool after,
 	       const u8 *end, u32 end_len, struct pmidx_scan_sink *sink);
 
 s64 pfart_sum(struct pfart *t, size_t field);
+void pfart_writer_enter(struct pfart *t);
+bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer);
 void pfart_freeze(struct pfart *t);
 void pfart_thaw(struct pfart *t);
 int pfart_check(struct pfart *t, u64 *keys, const char **why);

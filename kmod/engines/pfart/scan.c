@@ -263,13 +263,10 @@ int pfart_scan(struct pfart *t, const u8 *start, u32 start_len, bool after,
 		else if (ret == SCAN_END)
 			break;
 		if (ret == -EAGAIN) {
-			pfart_stat_inc(t, restarts);
-			if (++tries > PFART_RETRY_MAX) {
-				ret = -EUCLEAN;
-				break;
-			}
-			cpu_relax();
-			continue;
+			if (pfart_retry(t, &tries, false))
+				continue;
+			ret = -EUCLEAN;
+			break;
 		}
 		if (ret == 2) {
 			pmidx_epoch_exit(&t->pool->epoch);

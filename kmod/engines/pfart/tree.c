@@ -9,14 +9,14 @@
  * (pfart_lock_at()): any SMO that replaced it since locked it first, and
  * the CAS fails. A node at another depth than the path's, or a word
  * outside the data area, is a damaged tree (-EUCLEAN); a version that
- * moved is a restart (bounded: a damaged tree must not spin for ever
+ * moved is -EAGAIN: the caller starts again (pfart_retry(): it leaves
+ * its section now and then, so that a lock holder is never waited for
  * with preemption off).
  *
  * pfart_path_to(): an SMO's descent under @smo, when inner nodes cannot
  * change: every step with the word that names it.
  */
 #include <linux/errno.h>
-#include <linux/processor.h>
 #include "lock.h"
 #include "pfart.h"
 
@@ -27,24 +27,17 @@
  *
  * Context: inside an epoch section.
  * Return: 0; -ENOENT when no leaf array can hold @key (checked against
- * the versions); -EUCLEAN for a damaged tree.
+ * the versions); -EAGAIN when a version moved; -EUCLEAN for a damaged
+ * tree.
  */
 int pfart_find_leaf(struct pfart *t, const u8 *key, u32 klen,
 		    struct pfart_leaf **lp, u64 *ver)
 {
-	unsigned int tries = 0;
 	struct pfart_inner *n;
 	u32 depth, plen, i;
 	void *node, *child;
 	u64 off, v, cv;
 
-restart:
-	if (tries++) {
-		pfart_stat_inc(t, restarts);
-		if (tries > PFART_RETRY_MAX)
-			return -EUCLEAN;
-		cpu_relax();
-	}
 	off = pfart_ld(&t->root->top);
 	if (!off)
 		return -ENOENT;
@@ -52,7 +45,7 @@ restart:
 		return -EUCLEAN;
 	node = pfart_ptr(t, off);
 	if (!pfart_read_begin(t, pfart_lk(node), &v))
-		goto restart;
+		return -EAGAIN;
 	depth = 0;
 	for (;;) {
 		u8 type = READ_ONCE(*(u8 *)node);
@@ -84,21 +77,16 @@ restart:
 		if (!pfart_off_ok(t, off, PFART_LEAF_MIN))
 			goto damaged;
 		child = pfart_ptr(t, off);
-		if (!pfart_read_begin(t, pfart_lk(child), &cv))
-			goto restart;
-		if (!pfart_read_check(pfart_lk(node), v))
-			goto restart;
+		if (!pfart_read_begin(t, pfart_lk(child), &cv) ||
+		    !pfart_read_check(pfart_lk(node), v))
+			return -EAGAIN;
 		node = child;
 		v = cv;
 	}
 miss:
-	if (!pfart_read_check(pfart_lk(node), v))
-		goto restart;
-	return -ENOENT;
+	return pfart_read_check(pfart_lk(node), v) ? -ENOENT : -EAGAIN;
 damaged:
-	if (!pfart_read_check(pfart_lk(node), v))
-		goto restart;
-	return -EUCLEAN;
+	return pfart_read_check(pfart_lk(node), v) ? -EUCLEAN : -EAGAIN;
 }
 
 /**
