@@ -22,7 +22,9 @@
  * them in log records (the buffered write's, and stale copies in freed
  * logs), so for lodge the copy the engine reads is found through its
  * last-level node: the buffered write's record, else the leaf slot's
- * blob. lodge's "log record" cases rewrite the victim (same value) so
+ * blob. pfart keeps keys inline in its leaf arrays, whose rewrites leave
+ * stale copies in freed arrays: the victim's long key is found through
+ * its live leaf array. lodge's "log record" cases rewrite the victim (same value) so
  * that its live copy is the record in the log, read by get and scan out
  * of the log: the record's value line is poisoned (records share their
  * log's pages: not trapped).
@@ -37,6 +39,7 @@
 #include "core/engine.h"
 #include "harness.h"
 #include "engines/lodge/lodge.h"
+#include "engines/pfart/pfart.h"
 
 #define SZ		(64ULL << 20)
 #define NKEYS		120
@@ -49,6 +52,7 @@ struct mcase {
 	bool		trap;		/* other accesses to the page fault */
 	bool		key;		/* poison the victim's (long) key instead */
 	bool		relog;		/* lodge: the live copy is a log record */
+	bool		inline_val;	/* pfart: a value inline in a leaf array */
 };
 
 static const struct mcase cases[] = {
@@ -62,6 +66,7 @@ static const struct mcase cases[] = {
 	{ "value in a log record", 4000, 2100, false, false, true },
 	{ "small value in a log record", 100, 0, false, false, true },
 	{ "last line of a log record", 4000, 3999, false, false, true },
+	{ "value inline in a leaf array", 40, 20, false, false, false, true },
 };
 
 /* key i: 8 bytes big-endian; the victim of a key case: 24 bytes */
@@ -200,6 +205,35 @@ static u8 *lodge_locate(const struct ctx *x, bool *in_log)
 				     le64_to_cpu(l->slot[s].val), &len);
 }
 
+/*
+ * pfart: the victim's key bytes in its live leaf array (inline keys), or
+ * its value's (inline, or the blob's data)
+ */
+static u8 *pfart_locate(const struct ctx *x, bool key)
+{
+	struct pfart *t = x->idx->priv;
+	struct pfart_leaf *l;
+	struct pfart_meta *m;
+	struct pfart_view v;
+	u8 k[32];
+	u32 kl = key_of(x, VICTIM, k);
+	u64 ver;
+	int e;
+
+	pmidx_epoch_enter(&t->pool->epoch);
+	UT_EQ(pfart_find_leaf(t, k, kl, &l, &ver), 0);
+	m = pfart_meta_of(t, pfart_off(t, l));
+	e = pfart_leaf_find(t, l, m, k, kl);
+	UT_ASSERT(e >= 0);
+	UT_EQ(pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v), 0);
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (key)
+		return (u8 *)v.key;
+	if (v.vfield != PFART_VBLOB)
+		return (u8 *)v.val;
+	return (u8 *)pfart_ptr(t, pfart_view_blob(&v)) + sizeof(struct pmidx_blob);
+}
+
 static void run_case(u32 e, const struct mcase *c)
 {
 	void *img = ut_img_alloc(SZ);
@@ -221,6 +255,8 @@ static void run_case(u32 e, const struct mcase *c)
 			UT_EQ(put(&x, VICTIM, 0), 0);
 		data = lodge_locate(&x, &in_log);
 		UT_EQ(in_log, c->relog);
+	} else if (e == PMIDX_ENGINE_PFART) {
+		data = pfart_locate(&x, c->key);
 	} else if (c->key) {
 		/* the victim's blob: found by its unique bytes */
 		data = find_once(img, "key-tail-media!", 16) - 8;
@@ -284,6 +320,8 @@ static void media_errors_engines(void)
 			continue;
 		for (i = 0; i < ARRAY_SIZE(cases); i++) {
 			if (cases[i].relog && e != PMIDX_ENGINE_LODGE)
+				continue;
+			if (cases[i].inline_val && e != PMIDX_ENGINE_PFART)
 				continue;
 			run_case(e, &cases[i]);
 			ut_note("engine %s: %s: -EIO for that record only",

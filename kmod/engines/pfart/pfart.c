@@ -158,6 +158,9 @@ static int pfart_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 				ret = pfart_read_value(t, &v, val, cap, vlen);
 			if (ret != -EAGAIN && !pfart_read_check(pfart_lk(l), ver))
 				ret = -EAGAIN;
+			/* poison in the array: the next put rewrites it */
+			if (ret == -EIO && v.vfield != PFART_VBLOB)
+				WRITE_ONCE(m->media_bad, true);
 		}
 		if (ret != -EAGAIN)
 			break;
@@ -186,7 +189,8 @@ static int leaf_put(struct pfart *t, struct pfart_leaf *l, struct pfart_put *pp)
 	e = pfart_leaf_find(t, l, m, pp->key, pp->klen);
 	if (e >= 0 && pp->flags & PMIDX_PUT_INSERT)
 		return -EEXIST;
-	if (!pfart_leaf_fits(l, m, pfart_rec_bytes(&pp->rec), e < 0))
+	if (READ_ONCE(m->media_bad) ||
+	    !pfart_leaf_fits(l, m, pfart_rec_bytes(&pp->rec), e < 0))
 		return 1;
 	pp->old_blob = pfart_leaf_append(t, l, m, &pp->rec, e);
 	pp->added = e < 0;

@@ -102,6 +102,8 @@ extern unsigned int pfart_leaf_bytes;
  * @live:  bytes of the live records
  * @pruned: @live when a prune last left the array as it was (0: never):
  *         deletes ask for the next one at half of it (hysteresis)
+ * @media_bad: a reader's copy out of the array hit poison: the next put
+ *         rewrites it, copying the records machine-check safe (smo.c)
  * @pos:   data offset of each entry's record (KeyPos)
  * @klen:  key length of each entry (KeyLen)
  * @fp:    fingerprint of each entry's key
@@ -116,6 +118,7 @@ struct pfart_meta {
 	u16	tail;
 	u16	live;
 	u16	pruned;
+	bool	media_bad;
 	u16	*pos;
 	u8	*klen;
 	u8	*fp;
@@ -205,6 +208,7 @@ struct pfart_scratch {
 	u8			keys[256];
 	u64			child[256];
 	u64			kids[257];	/* collapse: end child, children */
+	u8			stage[PFART_LEAF_MAX];	/* records read safely */
 };
 
 /**

@@ -196,11 +196,15 @@ static int scan_leaf(struct pfart *t, struct scan_state *st,
 			return -EUCLEAN;
 		/* the key's one copy (a media error ends the scan) */
 		ret = pmidx_read_data(t->pm, st->kbuf, v.key, v.klen);
-		if (ret)
+		if (ret) {
+			WRITE_ONCE(m->media_bad, true);	/* see pfart_get() */
 			return ret;
+		}
 		if (end_len && pmidx_key_cmp(st->kbuf, v.klen, end, end_len) >= 0)
 			return 1;
 		ret = pfart_read_value(t, &v, st->val, st->vcap, &vlen);
+		if (ret == -EIO && v.vfield != PFART_VBLOB)
+			WRITE_ONCE(m->media_bad, true);
 		if (ret)
 			return ret;
 		memcpy(st->cur, st->kbuf, v.klen);

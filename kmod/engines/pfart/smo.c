@@ -275,34 +275,80 @@ static int replace(struct pfart *t, const struct pfart_step *s, u64 new)
 /* ---- gathering the records of leaf arrays --------------------------------- */
 
 /*
+ * Record @o of @l copied machine-check safe into the scratch stage (an
+ * array a reader saw poison in): *@r names the copy. Return: 0, -EIO.
+ */
+static int stage(struct pfart *t, struct pfart_leaf *l, struct pfart_meta *m,
+		 u8 o, u32 *staged, struct pfart_rec *r)
+{
+	u8 *dst = t->scr->stage + *staged;
+	u32 pos = m->pos[o], vbytes;
+	__le16 h;
+	__le64 w;
+
+	if (pmidx_read_data(t->pm, &h, l->data + pos, sizeof(h)))
+		return -EIO;
+	r->klen = pfart_r_klen(le16_to_cpu(h));
+	r->vfield = pfart_r_vfield(le16_to_cpu(h));
+	vbytes = r->vfield == PFART_VBLOB ? 8 : r->vfield;
+	if (!r->klen || pos + 2 + r->klen + vbytes > pfart_data_size(l->klass) ||
+	    *staged + r->klen + vbytes > sizeof(t->scr->stage))
+		return -EUCLEAN;
+	if (pmidx_read_data(t->pm, dst, l->data + pos + 2, r->klen + vbytes))
+		return -EIO;
+	r->key = dst;
+	r->val = dst + r->klen;
+	r->blob = 0;
+	if (r->vfield == PFART_VBLOB) {
+		memcpy(&w, r->val, sizeof(w));
+		r->blob = le64_to_cpu(w);
+	}
+	*staged += r->klen + vbytes;
+	return 0;
+}
+
+/*
  * Append the live records of locked array @l to the scratch records from
  * *@n on, in key order; @put (or NULL) replaces the record of entry @e,
- * or is merged in at its place when @e < 0.
+ * or is merged in at its place when @e < 0. With @safe every record but
+ * the replaced one is copied first (stage()), none is read in place.
  */
 static int gather(struct pfart *t, struct pfart_leaf *l, struct pfart_meta *m,
-		  const struct pfart_put *put, int e, u32 *n)
+		  const struct pfart_put *put, int e, u32 *n, bool safe)
 {
 	struct pfart_scratch *sc = t->scr;
-	u32 size = pfart_leaf_size(l->klass), i;
+	u32 size = pfart_leaf_size(l->klass), i, staged = 0;
 	bool placed = !put || e >= 0;
 	struct pfart_view v;
+	struct pfart_rec r;
+	int ret;
 
 	if (*n + m->n + 1 > PFART_REC_MAX)
 		return -E2BIG;
 	for (i = 0; i < m->n; i++) {
 		u8 o = m->order[i];
 
-		if (o >= m->n || pfart_leaf_view(l, m, size, o, &v))
+		if (o >= m->n)
 			return -EUCLEAN;
-		if (!placed && pmidx_key_cmp(put->key, put->klen, v.key,
-					     v.klen) < 0) {
+		if (put && o == e) {
+			sc->rec[(*n)++] = put->rec;
+			continue;
+		}
+		if (safe) {
+			ret = stage(t, l, m, o, &staged, &r);
+			if (ret)
+				return ret;
+		} else if (pfart_leaf_view(l, m, size, o, &v)) {
+			return -EUCLEAN;
+		} else {
+			pfart_rec_of_view(&v, &r);
+		}
+		if (!placed && pmidx_key_cmp(put->key, put->klen, r.key,
+					     r.klen) < 0) {
 			sc->rec[(*n)++] = put->rec;
 			placed = true;
 		}
-		if (put && o == e)
-			sc->rec[(*n)++] = put->rec;
-		else
-			pfart_rec_of_view(&v, &sc->rec[(*n)++]);
+		sc->rec[(*n)++] = r;
 	}
 	if (!placed)
 		sc->rec[(*n)++] = put->rec;
@@ -435,15 +481,39 @@ static int put_prefix_split(struct pfart *t, struct pfart_put *pp,
 	return 0;
 }
 
-/* The put's leaf array has no room: rewrite it with the put applied. */
+/*
+ * The blob word of entry @e, read machine-check safe; 0 when the value is
+ * inline or the word lies in poison (the blob then stays allocated until
+ * a recovery trace frees it).
+ */
+static u64 old_blob(struct pfart *t, struct pfart_leaf *l,
+		    struct pfart_meta *m, int e)
+{
+	u32 pos = m->pos[e], klen;
+	__le16 h;
+	__le64 w;
+
+	if (pmidx_read_data(t->pm, &h, l->data + pos, sizeof(h)) ||
+	    pfart_r_vfield(le16_to_cpu(h)) != PFART_VBLOB)
+		return 0;
+	klen = pfart_r_klen(le16_to_cpu(h));
+	if (pos + 2 + klen + sizeof(w) > pfart_data_size(l->klass) ||
+	    pmidx_read_data(t->pm, &w, l->data + pos + 2 + klen, sizeof(w)))
+		return 0;
+	return le64_to_cpu(w);
+}
+
+/*
+ * The put's leaf array has no room, or a reader saw poison in it: rewrite
+ * it with the put applied.
+ */
 static int put_leaf(struct pfart *t, struct pfart_put *pp, struct pfart_path *p)
 {
 	const struct pfart_step *s = &p->s[p->n - 1];
 	struct pfart_leaf *l = pfart_ptr(t, s->off), *nl;
 	struct pfart_meta *m = pfart_meta_of(t, s->off);
-	struct pfart_view v;
+	u64 off, old;
 	u32 n = 0;
-	u64 off;
 	int e, ret;
 
 	if (!m || !pfart_lock(t, pfart_lk(l)))
@@ -454,15 +524,15 @@ static int put_leaf(struct pfart *t, struct pfart_put *pp, struct pfart_path *p)
 		goto unlock;
 	}
 	/* a leaf writer may have been slower than this SMO's own test */
-	if (pfart_leaf_fits(l, m, pfart_rec_bytes(&pp->rec), e < 0)) {
+	if (!m->media_bad &&
+	    pfart_leaf_fits(l, m, pfart_rec_bytes(&pp->rec), e < 0)) {
 		pp->old_blob = pfart_leaf_append(t, l, m, &pp->rec, e);
 		pp->added = e < 0;
 		ret = 0;
 		goto unlock;
 	}
-	ret = gather(t, l, m, pp, e, &n);
-	if (!ret && e >= 0)
-		ret = pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v);
+	old = e >= 0 ? old_blob(t, l, m, e) : 0;
+	ret = gather(t, l, m, pp, e, &n, m->media_bad);
 	if (!ret)
 		ret = build(t, n, l->depth, &off);
 	if (ret)
@@ -481,7 +551,7 @@ static int put_leaf(struct pfart *t, struct pfart_put *pp, struct pfart_path *p)
 		pfart_stat_inc(t, grows);
 	else
 		pfart_stat_inc(t, compacts);
-	pp->old_blob = e >= 0 ? pfart_view_blob(&v) : 0;
+	pp->old_blob = old;
 	pp->added = e < 0;
 	pfart_leaf_retire(t, l);
 	return 0;
@@ -539,8 +609,9 @@ static int collapse(struct pfart *t, const struct pfart_step *s)
 	for (i = 0; i < nk; i++) {
 		struct pfart_meta *m = pfart_meta_of(t, kids[i]);
 
-		if (type_of(t, kids[i]) != PFART_LEAF || !m)
-			return 0;
+		if (type_of(t, kids[i]) != PFART_LEAF || !m ||
+		    READ_ONCE(m->media_bad))
+			return 0;	/* poison: only a put rewrites it */
 		bytes += READ_ONCE(m->live);
 		recs += READ_ONCE(m->n);
 	}
@@ -563,7 +634,7 @@ static int collapse(struct pfart *t, const struct pfart_step *s)
 	/* exact now that the arrays are locked: end child, then bytes */
 	for (i = 0; i < nk && !ret; i++)
 		ret = gather(t, pfart_ptr(t, kids[i]), pfart_meta_of(t, kids[i]),
-			     NULL, -1, &r);
+			     NULL, -1, &r, false);
 	i = nk;
 	if (ret == -E2BIG)
 		ret = 0;	/* grown meanwhile: not now */
@@ -671,12 +742,12 @@ static int prune_leaf(struct pfart *t, const struct pfart_step *s)
 		return 0;
 	}
 	k = class_for(t, m->live, m->n);
-	if (k < 0 || k >= l->klass) {
+	if (k < 0 || k >= l->klass || m->media_bad) {
 		WRITE_ONCE(m->pruned, max_t(u16, m->live, 1));
 		pfart_unlock(t, pfart_lk(l));
 		return 0;
 	}
-	ret = gather(t, l, m, NULL, -1, &n);
+	ret = gather(t, l, m, NULL, -1, &n, false);
 	if (!ret)
 		ret = build(t, n, l->depth, &off);
 	if (ret || !lock_parent(t, s)) {
