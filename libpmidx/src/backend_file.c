@@ -20,6 +20,7 @@
  */
 #ifdef PMIDX_EMBEDDED
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define pmidx_pool		pmidx_core_pool
@@ -70,13 +71,25 @@ static bool file_probe(const char *path, const struct stat *st)
 	return S_ISREG(st->st_mode);
 }
 
+/*
+ * PMIDX_POOL_PERSIST=eadr attaches pool files as on an eADR platform (the
+ * module's persist=eadr): flushes elided, engines with an adaptive flush
+ * (pfart) leave small writes to the cache. Anything else: ADR.
+ */
+static unsigned int file_flags(void)
+{
+	const char *p = getenv("PMIDX_POOL_PERSIST");
+
+	return p && !strcmp(p, "eadr") ? PMIDX_PF_EADR : 0;
+}
+
 static int file_open(struct pmidx_pool *pool, const char *path)
 {
 	struct pmidx_pool_file *pf = NULL;
 	const char *why = NULL;
 	int ret;
 
-	ret = pmidx_pool_file_open(path, 0, &pf, &why);
+	ret = pmidx_pool_file_open(path, file_flags(), &pf, &why);
 	if (ret)
 		return ret < 0 ? ret : -EIO;
 	pool->priv = pf;
