@@ -19,6 +19,7 @@
  *   quarter full asks for a prune (smo.c), with hysteresis.
  * Scan: scan.c.
  */
+#include <linux/delay.h>
 #include <linux/errno.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
@@ -67,10 +68,10 @@ void pfart_writer_enter(struct pfart *t)
  * pfart_retry - a descent or a lock raced a writer: go again
  * @writer: the caller is in a writer section (pfart_writer_enter())
  *
- * Every PFART_SPIN tries the section is left and the CPU given up: the
- * holder of the lock may be a thread this CPU preempted (userspace), and
- * an epoch section must not spin for long. Context: inside a section,
- * left and entered again.
+ * Every PFART_SPIN tries the section is left and the CPU given up, every
+ * PFART_SPIN_SLEEP for a millisecond: the holder of the lock may be a
+ * thread preempted on this CPU, and an epoch section must not spin for
+ * long. Context: inside a section, left and entered again.
  * Return: false past PFART_RETRY_MAX tries (a node locked for good).
  */
 bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
@@ -81,7 +82,10 @@ bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
 		return true;
 	}
 	pmidx_epoch_exit(&t->pool->epoch);
-	cond_resched();
+	if (*tries % PFART_SPIN_SLEEP)
+		cond_resched();
+	else
+		msleep(1);	/* a holder preempted: give it the CPU */
 	if (writer)
 		pfart_writer_enter(t);
 	else

@@ -82,11 +82,15 @@ extern unsigned int pfart_leaf_bytes;
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)
 /*
  * Restarts of one operation: every PFART_SPIN it leaves its section and
- * reschedules; past PFART_RETRY_MAX a node stays locked for good (a bug,
- * not a damaged image: generations unlock what an image left locked).
+ * reschedules, every PFART_SPIN_SLEEP it sleeps a millisecond; past
+ * PFART_RETRY_MAX (over a minute asleep) a node stays locked for good (a
+ * bug, not a damaged image: generations unlock what an image left
+ * locked). The sleeps matter where a lock holder can be preempted (the
+ * userspace build, or a kernel with more writers than CPUs in sections).
  */
 #define PFART_SPIN		256
-#define PFART_RETRY_MAX		(1U << 24)
+#define PFART_SPIN_SLEEP	(16 * PFART_SPIN)
+#define PFART_RETRY_MAX		(1U << 28)
 /* an N256 shrinks to N48 at this many children, N48 to N16, N16 to N4 */
 #define PFART_SHRINK_256	37
 #define PFART_SHRINK_48		12
