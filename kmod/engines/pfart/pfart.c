@@ -85,7 +85,7 @@ bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
 	if (*tries % PFART_SPIN_SLEEP)
 		cond_resched();
 	else
-		msleep(1);	/* a holder preempted: give it the CPU */
+		usleep_range(1000, 2000);	/* a preempted holder: its turn */
 	if (writer)
 		pfart_writer_enter(t);
 	else

@@ -82,7 +82,7 @@ extern unsigned int pfart_leaf_bytes;
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)
 /*
  * Restarts of one operation: every PFART_SPIN it leaves its section and
- * reschedules, every PFART_SPIN_SLEEP it sleeps a millisecond; past
+ * reschedules, every PFART_SPIN_SLEEP it sleeps 1-2 ms; past
  * PFART_RETRY_MAX (over a minute asleep) a node stays locked for good (a
  * bug, not a damaged image: generations unlock what an image left
  * locked). The sleeps matter where a lock holder can be preempted (the
