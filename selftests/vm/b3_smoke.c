@@ -14,9 +14,9 @@
  * split and merge around them; all of it across a clean detach and attach
  * (no recovery at a clean attach: b3's instant restart).
  *
- * Every test formats the pool and creates the b3 index "t"; it is skipped
- * when the module does not build b3 (CONFIG_PMIDX_B3, README "Engines":
- * creating the index answers -EOPNOTSUPP).
+ * Every test formats the pool and creates the b3 index "t" (a module
+ * without b3 would answer -EOPNOTSUPP: the test is then skipped, saying
+ * so, and counted as skipped).
  *
  *   PMIDX_DEV=/dev/pmemN  the namespace to use (default: the largest)
  *   PMIDX_SEED=N          seed of the randomized tests (default: time)
