@@ -43,11 +43,12 @@ SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
 	compat-check checkpatch clean demo install crash-long test-module
-all: module test-module libpmidx tools selftests user-tools
+all: module test-module libpmidx tools selftests user-tools python-ext
 
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk
 include libpmidx/embedded.mk
+include python/python.mk
 include packaging/packaging.mk
 
 install: install-libpmidx install-tools install-man install-completion \
@@ -142,7 +143,8 @@ demo: deps
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean || true
-	rm -rf $(B)
+	rm -rf $(B) python/build python/pmidx.egg-info
+	rm -f python/pmidx/_pmidx.*.so
 
 # Debug tier (README.md, "Debug kernel"): a guest kernel with KASAN,
 # lockdep, kmemleak, debug objects, built from Debian's linux-source-6.1 and

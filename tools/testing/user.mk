@@ -60,6 +60,10 @@ USER_BASE	:= -std=gnu11 -g -pthread -fno-strict-aliasing -MMD -MP $(USER_WARN)
 # per-variant compiler and flags
 USER_CC_plain	:= $(USER_CC)
 USER_FL_plain	:= -O2
+# plain, position-independent: what a shared object links (the Python
+# binding's extension module, python/python.mk, via libpmidx/embedded.mk)
+USER_CC_pic	:= $(USER_CC)
+USER_FL_pic	:= -O2 -fPIC
 USER_CC_asan	:= $(USER_SAN_CC)
 USER_FL_asan	:= -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		   -fno-sanitize-recover=all
@@ -98,7 +102,7 @@ USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 		   tools/testing/null-engine.c
 
-USER_VARIANTS	:= plain asan tsan fuzz replay prefix
+USER_VARIANTS	:= plain asan tsan fuzz replay prefix pic
 
 # tests of every engine through the engine ops (selftests/user/test-NAME.c)
 USER_ENG_TESTS	:= engines lifetime check

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Fixtures: pool files formatted with pmidx-poolfile (libpmidx has no
+create API; the tool runs the same core), one per test.
+
+pmidx-poolfile is $PMIDX_POOLFILE, or build/user/pmidx-poolfile of the
+source tree (built with make when missing). Without it, or with a pmidx
+module built against an installed libpmidx (no pool files), the tests
+that need a pool are skipped.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pmidx
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# every engine the userspace build serves (pfart: -EOPNOTSUPP)
+ENGINES = ["ccl", "utree", "b3", "lodge"]
+POOL_SIZE = "16M"
+
+
+def _poolfile_tool():
+    tool = os.environ.get("PMIDX_POOLFILE")
+    if tool:
+        return tool
+    tool = os.path.join(REPO, "build", "user", "pmidx-poolfile")
+    if not os.access(tool, os.X_OK) and os.path.isfile(os.path.join(REPO, "Makefile")):
+        subprocess.run(["make", "-C", REPO, "--no-print-directory", "KVER=none",
+                        "build/user/pmidx-poolfile"],
+                       stdout=subprocess.DEVNULL, check=False)
+    return tool if os.access(tool, os.X_OK) else None
+
+
+TOOL = _poolfile_tool()
+
+
+def poolfile(*args):
+    """Run pmidx-poolfile; its stdout."""
+    r = subprocess.run([TOOL] + [str(a) for a in args], capture_output=True,
+                       text=True)
+    if r.returncode:
+        raise RuntimeError("pmidx-poolfile %s: %s" % (" ".join(map(str, args)),
+                                                      r.stderr.strip()))
+    return r.stdout
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory):
+    """A formatted pool file with one index per engine, named after it."""
+    if not pmidx.EMBEDDED:
+        pytest.skip("pmidx was built against an installed libpmidx: no pool files")
+    if TOOL is None:
+        pytest.skip("no pmidx-poolfile (make user-tools, or set PMIDX_POOLFILE)")
+    path = tmp_path_factory.mktemp("template") / "pool"
+    poolfile("format", path, POOL_SIZE)
+    for e in ENGINES:
+        poolfile("create-index", path, e, "--engine", e)
+    return path
+
+
+@pytest.fixture
+def make_pool(template, tmp_path):
+    """make_pool(name="pool"): a fresh copy of the template (sparse)."""
+    def make(name="pool"):
+        path = tmp_path / name
+        subprocess.run(["cp", "--sparse=always", str(template), str(path)],
+                       check=True)
+        return path
+    return make
+
+
+@pytest.fixture
+def pool_path(make_pool):
+    return make_pool()
+
+
+@pytest.fixture
+def pool(pool_path):
+    with pmidx.open(pool_path) as p:
+        yield p
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request):
+    return request.param
+
+
+@pytest.fixture
+def idx(pool, engine):
+    with pool.index(engine) as i:
+        yield i
+
+
+def run_as_nobody(code, *args):
+    """Run python3 -c @code as uid/gid 65534 (tests of EACCES as root)."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(pmidx.__file__)))
+    return subprocess.run([sys.executable, "-c", code] +
+                          [str(a) for a in args], user=65534, group=65534,
+                          extra_groups=[], env=env, capture_output=True,
+                          text=True)
