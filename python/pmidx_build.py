@@ -13,6 +13,7 @@ Two ways to link libpmidx (pmidx_library() decides):
   core and engines, all position-independent (`make
   libpmidx-embedded-pic`; setup.py runs it). The module then serves both
   /dev/pmidxN and pool files, and needs no libpmidx.so at run time.
+  ($PMIDX_PIC_LIB: another archive, e.g. of a build with make B=DIR.)
 * otherwise the installed libpmidx (pkg-config pmidx, -lpmidx: the
   libpmidx1 package or `make install`): devices only; a pool file is
   refused with UnsupportedError (-EOPNOTSUPP).
@@ -170,7 +171,8 @@ def pmidx_library():
                          define_macros=[("PMIDX_PY_EMBEDDED", "1")],
                          include_dirs=[os.path.join(src, "libpmidx", "include"),
                                        os.path.join(src, "uapi")],
-                         extra_objects=[os.path.join(src, PIC_LIB)],
+                         extra_objects=[os.environ.get("PMIDX_PIC_LIB") or
+                                        os.path.join(src, PIC_LIB)],
                          libraries=["uring", "pthread"],
                          # the core's and shim's symbols stay inside the module
                          extra_link_args=["-Wl,--exclude-libs,ALL"])

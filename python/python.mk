@@ -30,7 +30,7 @@ $(PY_STAMP): $(EMB_PIC_LIB) $(PY_DIR)/pmidx_build.py $(LIBPMIDX_DIR)/include/pmi
 		uapi/linux/pmidx.h
 	@mkdir -p $(@D)
 	@rm -f $(PY_DIR)/pmidx/_pmidx.*.so
-	cd $(PY_DIR) && PMIDX_NO_MAKE=1 $(PYTHON) pmidx_build.py
+	cd $(PY_DIR) && PMIDX_NO_MAKE=1 PMIDX_PIC_LIB=$(CURDIR)/$(EMB_PIC_LIB) $(PYTHON) pmidx_build.py
 	@touch $@
 
 check-python: python-ext $(UB)/pmidx-poolfile

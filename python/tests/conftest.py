@@ -9,7 +9,6 @@ that need a pool are skipped.
 """
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -93,10 +92,24 @@ def idx(pool, engine):
         yield i
 
 
-def run_as_nobody(code, *args):
-    """Run python3 -c @code as uid/gid 65534 (tests of EACCES as root)."""
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(pmidx.__file__)))
-    return subprocess.run([sys.executable, "-c", code] +
-                          [str(a) for a in args], user=65534, group=65534,
-                          extra_groups=[], env=env, capture_output=True,
-                          text=True)
+def open_as_nobody(path):
+    """pmidx.open(@path) as uid/gid 65534 in a forked child (tests of
+    EACCES as root): 7 for PermissionDeniedError, 1 otherwise."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            pmidx.open(path)
+        except pmidx.PermissionDeniedError:
+            code = 7
+        except BaseException as e:
+            print("as uid 65534: %r" % (e,), flush=True)
+        os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+def pytest_report_header(config):
+    return "pmidx %s from %s (EMBEDDED=%s), pmidx-poolfile: %s" % (
+        pmidx.__version__, os.path.dirname(pmidx.__file__), pmidx.EMBEDDED, TOOL)

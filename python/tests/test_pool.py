@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 import pmidx
-from conftest import ENGINES, poolfile, run_as_nobody
+from conftest import ENGINES, open_as_nobody, poolfile
 
 
 def test_open_path_types(pool_path):
@@ -77,17 +77,13 @@ def test_permission_denied(template):
         path = os.path.join(d, "pool")
         subprocess.run(["cp", "--sparse=always", str(template), path], check=True)
         os.chmod(path, 0o644)
-        code = ("import pmidx, sys\n"
-                "try:\n pmidx.open(sys.argv[1])\n"
-                "except PermissionError as e:\n"
-                " assert isinstance(e, pmidx.PermissionDeniedError), type(e)\n"
-                " sys.exit(7)\n")
         if os.geteuid() == 0:
-            r = run_as_nobody(code, path)
+            assert open_as_nobody(path) == 7
         else:
             os.chmod(path, 0o444)
-            r = subprocess.run([sys.executable, "-c", code, path])
-        assert r.returncode == 7, getattr(r, "stderr", "")
+            with pytest.raises(PermissionError) as e:
+                pmidx.open(path)
+            assert isinstance(e.value, pmidx.PermissionDeniedError)
     finally:
         subprocess.run(["rm", "-rf", d])
 
