@@ -34,7 +34,7 @@ $(PY_STAMP): $(EMB_PIC_LIB) $(PY_DIR)/pmidx_build.py $(LIBPMIDX_DIR)/include/pmi
 	@touch $@
 
 check-python: python-ext $(UB)/pmidx-poolfile
-	@PYTHONPATH=$(CURDIR)/$(PY_DIR) PMIDX_POOLFILE=$(CURDIR)/$(UB)/pmidx-poolfile \
+	@PYTHONPATH=$(CURDIR)/$(PY_DIR) PMIDX_POOLFILE=$(CURDIR)/$(UB)/pmidx-poolfile PMIDX_EXPECT_EMBEDDED=1 \
 		$(PYTHON) $(PY_DIR)/tests/run_suite.py
 
 ifeq ($(PY_SAVED_GOAL),)

@@ -61,13 +61,19 @@ def template(tmp_path_factory):
 
 @pytest.fixture
 def make_pool(template, tmp_path):
-    """make_pool(name="pool"): a fresh copy of the template (sparse)."""
+    """make_pool(name="pool"): a fresh copy of the template (sparse),
+    removed after the test."""
+    made = []
+
     def make(name="pool"):
         path = tmp_path / name
         subprocess.run(["cp", "--sparse=always", str(template), str(path)],
                        check=True)
+        made.append(path)
         return path
-    return make
+    yield make
+    for path in made:
+        path.unlink(missing_ok=True)
 
 
 @pytest.fixture
