@@ -28,8 +28,9 @@ GET_BUF = 4096
 BATCH_GET_BUF = 4096
 BATCH_SCAN_BUF = 64 << 10
 BATCH_SCAN_COUNT = 64
-# The kernel counts a SCAN buffer up to 1 MiB against the BATCH cap.
-_SCAN_BUF_COUNTED = 1 << 20
+# The kernel uses (and counts against the BATCH cap) at most 1 MiB of a
+# SCAN buffer (kmod/core/dispatch.c: SCAN_BUF_MAX); larger is no use.
+_SCAN_BUF_MAX = 1 << 20
 # A value that keeps growing between the sizing call and the read
 _GET_TRIES = 8
 
@@ -470,7 +471,7 @@ class _Req:
         if self.op == "get":
             return self.cap
         if self.op == "scan":
-            return min(self.cap, _SCAN_BUF_COUNTED)
+            return self.cap
         return 0
 
 
@@ -495,8 +496,11 @@ class Batch:
 
     A GET or SCAN whose buffer (size=, bufsize=) is too small is run again
     with the size the kernel reported, unless a later request of the
-    batch writes to the same index (the retry would see that write): then
-    its error is BufferTooSmallError with .needed.
+    batch writes what it reads (a GET: the same key; a SCAN: the same
+    index), which the retry would see: then its error is
+    BufferTooSmallError with .needed.
+
+    Keys and values are read when run() runs, not when queued.
 
     As a context manager, run() is called on a clean exit of the block.
     """
@@ -546,7 +550,7 @@ class Batch:
             raise error_from_errno(22)
         return self._add(index, _Req("scan", index, start, end=end,
                                      flags=lib.PMIDX_SCAN_AFTER if after else 0,
-                                     cap=bufsize, count=count))
+                                     cap=min(bufsize, _SCAN_BUF_MAX), count=count))
 
     def __len__(self):
         return len(self._reqs)
@@ -591,6 +595,9 @@ def _retriable(done, order=None):
     """The GETs and SCANs of @done that failed for a small buffer and can
     run again: no later request of the batch (@order, default @done)
     writes what they read (a GET: its key; a SCAN: its index)."""
+    if not any(isinstance(q.result.error, errors.BufferTooSmallError)
+               for q in done):
+        return []
     order = done if order is None else order
     last_index, last_key = {}, {}
     for i, q in enumerate(order):
@@ -646,15 +653,20 @@ def _run_one(pool, seg):
     n = len(seg)
     arr = ffi.new("struct pmidx_req[]", n)
     keep = []
-    handles = []
+    # one output buffer for the segment's GETs and SCANs (8-byte aligned)
+    out = ffi.new("char[]", max(sum((q.out_bytes() + 7) & ~7 for q in seg), 1))
+    off = 0
+    handles = {}		# id(_Handle) -> (handle, its pointer), entered once
     ph = pool._h
     pp = ph.enter()
     try:
         for i, q in enumerate(seg):
             ih = q.index._h
-            arr[i].idx = ih.enter()
-            handles.append(ih)
+            e = handles.get(id(ih))
+            if e is None:
+                e = handles[id(ih)] = (ih, ih.enter())
             r = arr[i]
+            r.idx = e[1]
             r.type = _TYPES[q.op]
             r.flags = q.flags
             if q.key is not None:
@@ -662,21 +674,20 @@ def _run_one(pool, seg):
             if q.op == "put":
                 r.val, r.val_len = _pinned(q.value, keep)
             elif q.op in ("get", "scan"):
-                buf = ffi.new("char[]", max(q.cap, 1))
-                keep.append(buf)
-                r.val = buf
+                r.val = out + off
                 r.val_len = q.cap
+                off += (q.cap + 7) & ~7
                 if q.op == "scan":
                     r.count = q.count
                     if q.end is not None:
                         r.end_key, r.end_key_len = _pinned(q.end, keep)
         ret = lib.pmidx_batch(pp, arr, n)
     finally:
-        for ih in handles:
+        for ih, _ in handles.values():
             ih.leave()
         ph.leave()
     for i, q in enumerate(seg):
-        _outputs(q, arr[i], keep)
+        _outputs(q, arr[i])
     if ret < 0:
         bad = [q for i, q in enumerate(seg) if arr[i].res != -125]
         raise bad[0].result.error if bad else error_from_errno(ret)
@@ -690,7 +701,7 @@ def _pinned(b, keep):
     return ffi.cast("void *", c), len(c)
 
 
-def _outputs(q, r, keep):
+def _outputs(q, r):
     res = q.result
     if r.res:
         res.error = error_from_errno(r.res, q.key,

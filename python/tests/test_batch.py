@@ -209,3 +209,23 @@ def test_closed_index_in_batch(pool):
     with pytest.raises(pmidx.ClosedError):
         b.run()
     assert r.value is None
+
+
+def test_scan_bufsize_capped(idx):
+    """The kernel fills at most 1 MiB of a SCAN buffer: a larger bufsize
+    allocates no more than that."""
+    idx.put(b"a", b"1")
+    with idx.pool.batch() as b:
+        r = b.scan(idx, count=10, bufsize=0xffffffff)
+    assert r.value == [(b"a", b"1")] and not r.more
+
+
+def test_values_read_at_run(idx):
+    """A bytearray queued and changed before run(): run() stores what it
+    holds then."""
+    v = bytearray(b"before")
+    b = idx.pool.batch()
+    b.put(idx, b"k", v)
+    v[:] = b"after!"
+    b.run()
+    assert idx[b"k"] == b"after!"
