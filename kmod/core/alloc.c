@@ -55,6 +55,7 @@
  */
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
+#include <linux/cpumask.h>
 #include <linux/errno.h>
 #include <linux/log2.h>
 #include <linux/sched.h>
@@ -1342,9 +1343,31 @@ int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn)
 		__set_bit(slot, a->intent_map);
 		a->intent_hint = slot + 1;
 		txn->slot = slot;
+		a->intent_peak = max(a->intent_peak, ++a->intent_used);
 	}
 	spin_unlock(&a->intent_lock);
 	return txn->slot < 0 ? -EBUSY : 0;
+}
+
+#ifdef PMIDX_TEST_ENGINES
+unsigned int pmidx_test_nr_cpus;
+#endif
+
+/**
+ * pmidx_txn_cpus_ok - do the intent records cover this machine's CPUs?
+ *
+ * See alloc.h, "Records in flight": false above PMIDX_TXN_CPUS_MAX, where
+ * committed mode is refused.
+ */
+bool pmidx_txn_cpus_ok(void)
+{
+	unsigned int cpus = nr_cpu_ids;
+
+#ifdef PMIDX_TEST_ENGINES
+	if (pmidx_test_nr_cpus)
+		cpus = pmidx_test_nr_cpus;
+#endif
+	return cpus <= PMIDX_TXN_CPUS_MAX;
 }
 
 /**
@@ -1360,6 +1383,7 @@ void pmidx_txn_cancel(struct pmidx_alloc *a, struct pmidx_txn *txn)
 		return;
 	spin_lock(&a->intent_lock);
 	__clear_bit(txn->slot, a->intent_map);
+	a->intent_used--;
 	spin_unlock(&a->intent_lock);
 	txn->slot = -1;
 }
@@ -1439,6 +1463,7 @@ void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn)
 	pmidx_store64_persist(a->pm, &a->intents[txn->slot].hdr, 0);
 	spin_lock(&a->intent_lock);
 	__clear_bit(txn->slot, a->intent_map);
+	a->intent_used--;
 	spin_unlock(&a->intent_lock);
 	txn->slot = -1;
 }

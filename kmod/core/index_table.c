@@ -503,6 +503,12 @@ static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		*why = "an interrupted drop-index waits for a module with its engine: committed-mode indexes cannot be created until it is finished";
 		goto out;
 	}
+	if (committed && !pmidx_txn_cpus_ok()) {
+		/* core/alloc.h, "Records in flight" */
+		ret = -EOPNOTSUPP;
+		*why = "committed-mode index on more CPUs than the intent records cover";
+		goto out;
+	}
 	if (committed) {
 		/* before the entry: P3 in docs/reviews/b3-review.md */
 		ret = pmidx_pool_enable_committed(pool, why);
@@ -560,7 +566,8 @@ out:
  *
  * Context: process context, takes pool->lock.
  * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL,
- * -EOPNOTSUPP for an engine this module does not build, or -EBUSY for a
+ * -EOPNOTSUPP for an engine this module does not build (or a
+ * committed-mode one on more CPUs than the intents cover), or -EBUSY for a
  * committed-mode engine while an interrupted drop waits for a module
  * with its engine (file comment) - nothing is persisted in these cases.
  */

@@ -300,6 +300,11 @@ static void b3_space_return(void)
 	}
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, NSPACE / 20);
+	/*
+	 * Committed-mode review M1: one writer, so the records held at once
+	 * are one section's: a redistribution's three (core/alloc.h)
+	 */
+	UT_EQ(pool->alloc.intent_peak, PMIDX_TXN_SMO_MAX);
 	s = b3_sum(idx);
 	pages = s.pages;
 	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
@@ -966,6 +971,9 @@ static void b3_threads_merge(void)
 			      args[i].errors);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
 	UT_EQ(keys, (MKEYS + 7) / 8);
+	/* M1: a record per writer, and the extra ones of the index's SMO */
+	UT_ASSERT_MSG(pool->alloc.intent_peak <= 3 + PMIDX_TXN_SMO_MAX - 1,
+		      "%u records in use at once", pool->alloc.intent_peak);
 	s = b3_sum(idx);
 	ut_note("b3: pages of %u nodes, %u rounds of 3 writers: %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %d levels at the end",
 		MSLOTS, MROUNDS, (unsigned long long)s.splits,
