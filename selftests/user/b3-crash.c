@@ -173,8 +173,40 @@ static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 		s.redists += c->redists;
 		s.inner_merges += c->inner_merges;
 		s.pages += c->pages;
+		s.keys += c->keys;
+		s.blob_bytes += c->blob_bytes;
 	}
 	return s;
+}
+
+/* An index's statistic, or ~0 when the engine left it out. */
+static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
+{
+	struct pmidx_stats st = {};
+
+	pmidx_index_stats(idx, &st);
+	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
+}
+
+/*
+ * Committed-mode review L1: with no writer running, the key, page and
+ * blob-byte counters (and so PM_BYTES) are those of the walk CHECK makes.
+ */
+static void counts_exact(struct pmidx_index *idx, const char *when)
+{
+	struct b3_walk w = { .validate = true };
+	struct b3_pcpu s = b3_sum(idx);
+
+	UT_ASSERT_MSG(!b3_walk(idx->priv, &w), "%s: walk: %s", when, w.why);
+	UT_ASSERT_MSG(s.keys == w.keys && s.pages == w.pages &&
+		      s.blob_bytes == w.blob_bytes,
+		      "%s: counters %lld keys, %lld pages, %lld blob bytes; the walk %llu, %llu, %llu",
+		      when, (long long)s.keys, (long long)s.pages,
+		      (long long)s.blob_bytes, (unsigned long long)w.keys,
+		      (unsigned long long)w.pages,
+		      (unsigned long long)w.blob_bytes);
+	UT_EQ(ix_stat(idx, PMIDX_STAT_PM_BYTES), PMIDX_INDEX_ROOT_SIZE +
+	      w.pages * B3_PAGE_SIZE + w.blob_bytes);
 }
 
 static int height(struct pmidx_index *idx)
@@ -224,6 +256,7 @@ static void b3_structure(void)
 		state[i] = 0;
 	}
 	verify(idx, state, NBIG, "after deletes");
+	counts_exact(idx, "after deletes");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu merges, %llu defrags after deletes",
 		height(idx), (unsigned long long)s.merges,
@@ -255,15 +288,6 @@ static void b3_structure(void)
 	ut_img_free(crash, SZ);
 	ut_img_free(img, SZ);
 	free(state);
-}
-
-/* An index's statistic, or ~0 when the engine left it out. */
-static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
-{
-	struct pmidx_stats st = {};
-
-	pmidx_index_stats(idx, &st);
-	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
 }
 
 /*
@@ -851,6 +875,7 @@ static void b3_threads(void)
 		UT_ASSERT_MSG(!args[i].errors, "thread %d: %lu errors", i,
 			      args[i].errors);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	counts_exact(idx, "after the threads");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
 }
@@ -971,6 +996,7 @@ static void b3_threads_merge(void)
 			      args[i].errors);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
 	UT_EQ(keys, (MKEYS + 7) / 8);
+	counts_exact(idx, "after the threads");
 	/* M1: a record per writer, and the extra ones of the index's SMO */
 	UT_ASSERT_MSG(pool->alloc.intent_peak <= 3 + PMIDX_TXN_SMO_MAX - 1,
 		      "%u records in use at once", pool->alloc.intent_peak);
@@ -983,6 +1009,109 @@ static void b3_threads_merge(void)
 	pmidx_pool_close(pool);
 	b3_test_slots = B3_SLOTS;
 	ut_img_free(img, SZ);
+}
+
+/*
+ * Committed-mode review L1: after a crash attach the counters are
+ * unknown until the first CHECK sets them from its walk, writers frozen.
+ * That CHECK here runs while two writers put and delete keys with key
+ * and value blobs (a put writes its value blob before its section, a
+ * delete retires its blobs after it): once they stop, the counters are
+ * still exactly the walk's. Each round attaches a new copy of one crash
+ * image. PMIDX_B3_STRADDLE_ROUNDS: rounds (default 20).
+ */
+#define SKEYS	2000
+
+struct sarg {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	_Atomic int		*stop;
+	_Atomic unsigned long	ops;
+	unsigned long		errors;
+};
+
+static void *straddle_writer(void *p)
+{
+	static const u32 lens[] = { 0, 8, 9, 16, 40, 300, 1000 };
+	struct sarg *a = p;
+	struct rnd_state rs;
+	u8 k[256], v[1000];
+
+	prandom_seed_state(&rs, ut_seed + 17 * a->id);
+	while (!*a->stop) {
+		u64 n = prandom_u32_state(&rs) % SKEYS;
+		u32 kl = key_of(n, k), vl = lens[prandom_u32_state(&rs) % 7];
+		int ret;
+
+		memset(v, a->ops, vl);
+		if (prandom_u32_state(&rs) % 3) {
+			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
+		} else {
+			ret = a->idx->ops->del(a->idx, k, kl);
+			a->errors += ret && ret != -ENOENT;
+		}
+		a->ops++;
+	}
+	return NULL;
+}
+
+static void b3_counts_straddle(void)
+{
+	const u64 sz = 64ULL << 20;
+	void *img = ut_img_alloc(sz), *crash, *copy;
+	struct pmidx_pool *pool = ut_pool_new(img, sz), *rec;
+	unsigned int rounds = 20, r, i;
+	struct pmidx_index *idx, *ri;
+	const char *why = NULL, *e;
+	struct sarg args[2];
+	pthread_t th[2];
+	_Atomic int stop;
+	u64 n, keys;
+
+	e = getenv("PMIDX_B3_STRADDLE_ROUNDS");
+	if (e)
+		rounds = strtoul(e, NULL, 0);
+	UT_EQ(pmidx_index_create(pool, "s", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < SKEYS; n += 2)
+		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	crash = ut_img_dup(img, sz);
+	pmidx_pool_close(pool);
+	copy = ut_img_alloc(sz);
+	for (r = 0; r < rounds; r++) {
+		memcpy(copy, crash, sz);
+		pmidx_recovery_verify = false;	/* the attach as it really is */
+		rec = ut_pool_open(copy, sz);
+		pmidx_recovery_verify = true;
+		ri = pmidx_index_lookup(rec, "s");
+		UT_ASSERT(ri && ri->opened && ((struct b3 *)ri->priv)->approx);
+		stop = 0;
+		for (i = 0; i < 2; i++) {
+			args[i] = (struct sarg){ .idx = ri, .id = 2 * r + i,
+						 .stop = &stop };
+			UT_EQ(pthread_create(&th[i], NULL, straddle_writer,
+					     &args[i]), 0);
+		}
+		/* the first CHECK: both writers well into their work */
+		while (args[0].ops < 20 + r % 7 || args[1].ops < 20)
+			sched_yield();
+		UT_ASSERT_MSG(!ri->ops->check(ri, &keys, &why), "check: %s", why);
+		n = args[0].ops + args[1].ops;
+		while (args[0].ops + args[1].ops < n + 50)
+			sched_yield();
+		stop = 1;
+		for (i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			UT_ASSERT_MSG(!args[i].errors, "writer %u: %lu errors",
+				      i, args[i].errors);
+		}
+		counts_exact(ri, "after a CHECK among writers");
+		UT_ASSERT_MSG(!ri->ops->check(ri, &keys, &why), "check: %s", why);
+		UT_EQ(keys, b3_sum(ri).keys);
+		pmidx_pool_close(rec);
+	}
+	ut_img_free(copy, sz);
+	ut_img_free(crash, sz);
+	ut_img_free(img, sz);
 }
 
 /* ---- the crash simulator ------------------------------------------------- */
@@ -1429,6 +1558,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_dup_key),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_threads_merge),
+	UT_TEST(b3_counts_straddle),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),
 	UT_TEST(b3_crash_merge),
