@@ -467,6 +467,60 @@ bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off)
 }
 
 /**
+ * pmidx_alloc_media_committed - is @off a committed-mode object whose
+ *                               commit bit is set on media?
+ *
+ * For checkers (committed-mode review L2): with the owner's link stores
+ * stopped, every object it reaches must be committed.
+ */
+bool pmidx_alloc_media_committed(struct pmidx_alloc *a, u64 off)
+{
+	struct pmidx_chunk *c;
+	u32 slot;
+	u64 w;
+
+	c = object_chunk(a, off, &slot);
+	if (!c || !type_committed(c->type))
+		return false;
+	/* media_bit() changes the word under the chunk lock */
+	spin_lock(&c->lock);
+	w = le64_to_cpu(READ_ONCE(a->hdrs[c - a->chunks].bitmap[slot / 64]));
+	spin_unlock(&c->lock);
+	return w & BIT_ULL(slot % 64);
+}
+
+/**
+ * pmidx_alloc_media_count - the commit bits set on media, pool-wide
+ *
+ * Context: process context (sleeps between chunks).
+ */
+u64 pmidx_alloc_media_count(struct pmidx_alloc *a)
+{
+	u64 n = 0, w;
+	u32 i, k, slots;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct pmidx_chunk *c = &a->chunks[i];
+
+		spin_lock(&c->lock);
+		if (type_committed(c->type)) {
+			slots = c->type == PMIDX_CHUNK_RUN_C ? 1 :
+				class_slots(c->class);
+			for (k = 0; k < DIV_ROUND_UP(slots, 64); k++) {
+				w = le64_to_cpu(READ_ONCE(a->hdrs[i].bitmap[k]));
+				if (slots - k * 64 < 64)
+					w &= BIT_ULL(slots - k * 64) - 1;
+				n += hweight64(w);
+			}
+		}
+		spin_unlock(&c->lock);
+		if (!(i & 1023))
+			cond_resched();
+	}
+	return n;
+}
+
+/**
  * pmidx_alloc_size - usable bytes of the object at @off (0 if none)
  */
 size_t pmidx_alloc_size(struct pmidx_alloc *a, u64 off)

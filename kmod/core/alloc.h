@@ -231,6 +231,8 @@ void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);
 u64 pmidx_alloc(struct pmidx_alloc *a, size_t size);
 u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size);
 bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off);
+bool pmidx_alloc_media_committed(struct pmidx_alloc *a, u64 off);
+u64 pmidx_alloc_media_count(struct pmidx_alloc *a);
 int pmidx_alloc_intents_enable(struct pmidx_alloc *a);
 
 /*

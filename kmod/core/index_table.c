@@ -592,6 +592,37 @@ int pmidx_index_create_id(struct pmidx_pool *pool, const char *name,
 }
 
 /**
+ * pmidx_index_commit_bits - the pool's commit bits, when all are @idx's
+ * @bits: the commit bits set on media (pmidx_alloc_media_count())
+ *
+ * For the checker of committed-mode index @idx, its writers frozen: with
+ * no other committed-mode index in the table and no committed drop
+ * (DROPPING) under way, every commit bit on media belongs to one of the
+ * objects @idx reaches. pool->lock keeps both so while the bits are
+ * counted.
+ *
+ * Context: process context, takes pool->lock.
+ * Return: true with *@bits, false when another index may own some.
+ */
+bool pmidx_index_commit_bits(struct pmidx_index *idx, u64 *bits)
+{
+	struct pmidx_pool *pool = idx->pool;
+	struct pmidx_index *o;
+	bool sole = true;
+	u32 i;
+
+	mutex_lock(&pool->lock);
+	for (i = 0; i < PMIDX_MAX_INDEXES && sole; i++) {
+		o = pmidx_index_slot(pool, i);
+		sole = (!o || o == idx || !o->committed) && !pool->dropping[i];
+	}
+	if (sole)
+		*bits = pmidx_alloc_media_count(&pool->alloc);
+	mutex_unlock(&pool->lock);
+	return sole;
+}
+
+/**
  * pmidx_index_drop - remove index @name and free its storage
  *
  * Unpublishes the index, waits for the data operations already inside it

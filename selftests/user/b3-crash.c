@@ -738,6 +738,97 @@ static void b3_lt_nomem(void)
 		fired, ok);
 }
 
+/* The media commit word of committed-mode object @off, and its bit. */
+static __le64 *commit_word(struct pmidx_pool *pool, u64 off, u64 *bit)
+{
+	struct pmidx_alloc *a = &pool->alloc;
+	u64 rel = off - a->data_off;
+	u32 c = rel >> PMIDX_CHUNK_SHIFT;
+	u32 slot = (rel & (PMIDX_CHUNK_SIZE - 1)) >>
+		   (PMIDX_MIN_OBJ_SHIFT + a->chunks[c].class);
+
+	*bit = 1ULL << (slot % 64);
+	return &a->hdrs[c].bitmap[slot / 64];
+}
+
+static int first_blob(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	u64 *b = w->ctx;
+
+	if (!*b)
+		*b = off;
+	return 0;
+}
+
+static void check_fails(struct pmidx_index *idx, const char *want)
+{
+	const char *why = NULL;
+	u64 keys;
+
+	UT_EQ(idx->ops->check(idx, &keys, &why), -EUCLEAN);
+	UT_ASSERT_MSG(why && strstr(why, want), "why: %s, want %s", why, want);
+}
+
+/*
+ * Committed-mode review L2: CHECK reads the commit bits on media. A page
+ * or a blob the index reaches whose bit is clear (a link store whose txn
+ * missed it: lost at the next crash) is reported; so is a bit set for an
+ * object the index does not reach (a leak) while it is the pool's only
+ * committed-mode index, and only then.
+ */
+static void b3_commit_bits(void)
+{
+	const u64 sz = 16ULL << 20;
+	void *img = ut_img_alloc(sz);
+	struct pmidx_pool *pool = ut_pool_new(img, sz);
+	struct pmidx_index *idx, *other;
+	u64 n, keys, blob = 0, obj[2], bit;
+	struct b3_walk w = { .blob = first_blob, .ctx = &blob };
+	const char *why = NULL;
+	struct pmidx_chunk *c;
+	__le64 *cw;
+	u32 ci, slot;
+	int i;
+
+	UT_EQ(pmidx_index_create(pool, "b", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < 300; n++)
+		UT_EQ(put(idx, n, n), 0);	/* blobs among keys and values */
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(b3_walk(idx->priv, &w), 0);
+	obj[0] = le64_to_cpu(((struct b3 *)idx->priv)->root->top);
+	obj[1] = blob;
+	UT_ASSERT(obj[0] && obj[1]);
+	for (i = 0; i < 2; i++) {
+		cw = commit_word(pool, obj[i], &bit);
+		UT_ASSERT(le64_to_cpu(*cw) & bit);
+		*cw ^= cpu_to_le64(bit);
+		check_fails(idx, i ? "blob not committed on media" :
+				     "page not committed on media");
+		*cw ^= cpu_to_le64(bit);
+		UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	}
+	/* a free slot of the root page's chunk, committed on media */
+	ci = (obj[0] - pool->alloc.data_off) >> PMIDX_CHUNK_SHIFT;
+	c = &pool->alloc.chunks[ci];
+	slot = find_first_zero_bit(c->bitmap, PMIDX_SLOTS_MAX >> c->class);
+	UT_ASSERT(slot < PMIDX_SLOTS_MAX >> c->class);
+	cw = commit_word(pool, pool->alloc.data_off +
+			 ((u64)ci << PMIDX_CHUNK_SHIFT) +
+			 ((u64)slot << (PMIDX_MIN_OBJ_SHIFT + c->class)), &bit);
+	*cw ^= cpu_to_le64(bit);
+	check_fails(idx, "objects the index does not reach");
+	/* another committed-mode index could own it: not counted then */
+	UT_EQ(pmidx_index_create(pool, "o", PMIDX_ENGINE_B3, &other, &why), 0);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(pmidx_index_drop(pool, "o", &why), 0);
+	check_fails(idx, "objects the index does not reach");
+	*cw ^= cpu_to_le64(bit);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, 300);
+	pmidx_pool_close(pool);
+	ut_img_free(img, sz);
+}
+
 /* L6: two equal keys in a leaf are reported, not skipped as a shadow. */
 static void b3_dup_key(void)
 {
@@ -1556,6 +1647,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_root_sibling),
 	UT_TEST(b3_lt_nomem),
 	UT_TEST(b3_dup_key),
+	UT_TEST(b3_commit_bits),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_threads_merge),
 	UT_TEST(b3_counts_straddle),
