@@ -20,7 +20,9 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <linux/crc32.h>
 #include <linux/prandom.h>
 #include <shim/shim.h>
@@ -1650,6 +1652,321 @@ static void b3_crash_merge(void)
 	UT_ASSERT(wl_smos.inner_merges > 0);
 }
 
+/*
+ * Committed-mode review T2: crash images with several link stores in
+ * flight. The crash simulator runs one thread, so none of its images
+ * holds two txns at once (on two leaves, a leaf's and an SMO's), nor
+ * two writers' read-modify-writes of one commit-bit word. Here writers
+ * delete and put keys of their own, all put at first, in pages of 16
+ * nodes (merges, redistributions, splits) while the test stops them all at once
+ * (a signal each, parked in its handler), copies the image and lets
+ * them go on: that copy is the media after a power cut at that instant
+ * with every store durable (eADR). A writer counts the ops it started
+ * and finished, so each key has one expected value, or two while its op
+ * was in flight. Each image is attached with the recovery checker
+ * (pmidx_recovery_verify: the intent replay and the commit bits against
+ * a full trace), every key read, CHECK run, then every 7th key rewritten
+ * (a writer meets any half-done SMO) and all checked again, while the
+ * writers wait between two ops. To have several records in flight in
+ * most images, a writer yields between arming a txn and its link store
+ * (b3_test_arm_hook). PMIDX_B3_SNAPSHOTS: images (default 40).
+ */
+#define TW		3		/* writers */
+#define TWKEYS		1000		/* keys per writer, all put at first */
+
+struct twriter {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	_Atomic int		*stop;
+	_Atomic int		*hold;	/* wait between two ops */
+	_Atomic u64		started, done;	/* ops */
+	unsigned long		errors;
+	pthread_t		th;
+};
+
+/* op @j of writer @w: key, delete or put, value id */
+static u64 tw_op(unsigned int w, u64 j, bool *del, u64 *v)
+{
+	u64 r = (ut_seed ^ (w + 1) * 0x9e3779b97f4a7c15ULL) + j * 0xbf58476d1ce4e5b9ULL;
+
+	r ^= r >> 31;
+	r *= 0x94d049bb133111ebULL;
+	r ^= r >> 29;
+	*del = (r >> 40) % 100 < 55;	/* the tree shrinks: merges */
+	*v = (r >> 20) % 1000;
+	if (*v % 10 == 9)
+		(*v)--;		/* no 64 KiB values here (T3 has them) */
+	return w + TW * (r % TWKEYS);
+}
+
+/* the value id key @n has before the writers start */
+static u64 tw_first(u64 n)
+{
+	return n % 10 == 9 ? n % 1000 - 1 : n % 1000;
+}
+
+static void *tw_run(void *p)
+{
+	struct twriter *a = p;
+	u8 k[256], v[300];
+	u64 j, n, id;
+	bool del;
+	int ret;
+
+	for (j = 0; !*a->stop; j++) {
+		while (*a->hold && !*a->stop)
+			usleep(50);
+		n = tw_op(a->id, j, &del, &id);
+		a->started = j + 1;
+		if (del) {
+			ret = a->idx->ops->del(a->idx, k, key_of(n, k));
+			a->errors += ret && ret != -ENOENT;
+		} else {
+			ret = a->idx->ops->put(a->idx, k, key_of(n, k), v,
+					       val_of(id, v), 0);
+			a->errors += !!ret;
+		}
+		a->done = j + 1;
+	}
+	return NULL;
+}
+
+static _Atomic unsigned int park_gen;	/* odd: writers stop */
+static _Atomic unsigned int parked;
+
+static void park(int sig)
+{
+	unsigned int gen = park_gen;
+
+	parked++;
+	while (park_gen == gen)
+		sched_yield();
+	parked--;
+}
+
+/*
+ * The state each key had when the image was taken: @want[n] value id + 1
+ * (0 absent); @alt[n] the other value it may have (its op in flight), or
+ * ~0 when none.
+ */
+static void tw_expect(const u64 *started, const u64 *done, u64 *want,
+		      u64 *alt)
+{
+	unsigned int w;
+	u64 j, n, v;
+	bool del;
+
+	for (n = 0; n < TW * TWKEYS; n++)
+		want[n] = tw_first(n) + 1;
+	memset(alt, 0xff, TW * TWKEYS * sizeof(*alt));
+	for (w = 0; w < TW; w++) {
+		for (j = 0; j < done[w]; j++) {
+			n = tw_op(w, j, &del, &v);
+			want[n] = del ? 0 : v + 1;
+		}
+		if (started[w] > done[w]) {
+			n = tw_op(w, done[w], &del, &v);
+			alt[n] = del ? 0 : v + 1;
+		}
+	}
+}
+
+/* A failure that does not end the test: the writers are stopped first. */
+#define TW_CHECK(cond, fmt, ...) ({					\
+	bool __c = !!(cond);						\
+	if (!__c)							\
+		ut_fail(__FILE__, __LINE__, false, "%s: " fmt, #cond,	\
+			##__VA_ARGS__);					\
+	__c;								\
+})
+
+/* Every key of @idx as expected. Return: live keys, -1 on a failure. */
+static s64 tw_verify(struct pmidx_index *idx, const u64 *want, const u64 *alt,
+		     const char *when)
+{
+	s64 live = 0;
+	u32 gl, vl;
+	u8 k[256];
+	int ret;
+	u64 n;
+
+	for (n = 0; n < TW * TWKEYS; n++) {
+		gl = sizeof(gbuf);
+		ret = idx->ops->get(idx, k, key_of(n, k), gbuf, &gl);
+		if (!TW_CHECK(!ret || ret == -ENOENT, "%s: key %llu: get %d",
+			      when, (unsigned long long)n, ret))
+			return -1;
+		if (ret) {
+			if (!TW_CHECK(!want[n] || !alt[n], "%s: key %llu lost",
+				      when, (unsigned long long)n))
+				return -1;
+			continue;
+		}
+		live++;
+		vl = want[n] ? val_of(want[n] - 1, cbuf) : ~0U;
+		if (vl == gl && !memcmp(gbuf, cbuf, gl))
+			continue;
+		vl = alt[n] && ~alt[n] ? val_of(alt[n] - 1, cbuf) : ~0U;
+		if (!TW_CHECK(vl == gl && !memcmp(gbuf, cbuf, gl),
+			      "%s: key %llu: a value never acknowledged nor in flight",
+			      when, (unsigned long long)n))
+			return -1;
+	}
+	return live;
+}
+
+/* valid intent records in image @img (the INTENT chunk at @ioff) */
+static unsigned int records_in(const void *img, u64 ioff)
+{
+	const struct pmidx_intent *r = (const void *)((const u8 *)img + ioff);
+	unsigned int i, n = 0;
+
+	for (i = 0; i < PMIDX_NR_INTENTS; i++)
+		n += le64_to_cpu(r[i].hdr) >> 48 == PMIDX_INTENT_MAGIC;
+	return n;
+}
+
+/* Attach crash image @img and check it. Return: false on a failure. */
+static bool tw_image(void *img, u64 sz, unsigned int i, const u64 *want,
+		     const u64 *alt)
+{
+	struct b3_walk w = { .validate = true };
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	bool ok = false;
+	s64 live = -1;
+	struct b3_pcpu s;
+	u64 n, keys;
+	u8 k[256];
+
+	pool = pmidx_pool_open(img, sz, false, &why);
+	if (!TW_CHECK(!IS_ERR(pool), "image %u: attach %ld (%s)", i,
+		      PTR_ERR(pool), why))
+		return false;
+	idx = pmidx_index_lookup(pool, "t");
+	if (!TW_CHECK(idx && idx->opened, "image %u: index lost", i))
+		goto out;
+	live = tw_verify(idx, want, alt, "at attach");
+	if (live < 0 ||
+	    !TW_CHECK(!idx->ops->check(idx, &keys, &why) && keys == live,
+		      "image %u: check: %s, %llu keys of %lld", i, why,
+		      (unsigned long long)keys, (long long)live))
+		goto out;
+	for (n = 0; n < TW * TWKEYS; n += 7) {
+		u32 gl = sizeof(gbuf), kl = key_of(n, k);
+
+		if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
+		    !TW_CHECK(!idx->ops->put(idx, k, kl, gbuf, gl, 0),
+			      "image %u: rewrite of key %llu", i,
+			      (unsigned long long)n))
+			goto out;
+	}
+	if (tw_verify(idx, want, alt, "after a writer's pass") != live ||
+	    !TW_CHECK(!idx->ops->check(idx, &keys, &why),
+		      "image %u: check after a writer's pass: %s", i, why))
+		goto out;
+	s = b3_sum(idx);
+	ok = TW_CHECK(!b3_walk(idx->priv, &w) && s.keys == w.keys &&
+		      s.pages == w.pages && s.blob_bytes == w.blob_bytes,
+		      "image %u: counters differ from the walk", i);
+out:
+	pmidx_pool_close(pool);
+	return ok;
+}
+
+static void b3_crash_threads(void)
+{
+	const u64 sz = 32ULL << 20;
+	void *img = ut_img_alloc(sz), *copy = ut_img_alloc(sz);
+	u64 *want = calloc(TW * TWKEYS, sizeof(*want));
+	u64 *alt = calloc(TW * TWKEYS, sizeof(*alt));
+	u64 started[TW], done[TW], ioff, keys, n, ops = 0;
+	unsigned int images = 40, i, w, recs, multi = 0, most = 0;
+	struct sigaction sa = { .sa_handler = park }, old;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	struct twriter tw[TW];
+	_Atomic int stop = 0, hold = 0;
+	const char *why = NULL, *e;
+	struct b3_pcpu s;
+
+	e = getenv("PMIDX_B3_SNAPSHOTS");
+	if (e)
+		images = strtoul(e, NULL, 0);
+	UT_ASSERT(want && alt);
+	b3_test_slots = MSLOTS;
+	pool = ut_pool_new(img, sz);
+	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < TW * TWKEYS; n++)
+		UT_EQ(put(idx, (n * 7919) % (TW * TWKEYS),
+			  tw_first((n * 7919) % (TW * TWKEYS))), 0);
+	ioff = (u8 *)pool->alloc.intents - (u8 *)pool->pm.base;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	UT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	/* a writer yields with its record armed: several are in flight */
+	b3_test_arm_hook = store_yield;
+	for (w = 0; w < TW; w++) {
+		tw[w] = (struct twriter){ .idx = idx, .id = w, .stop = &stop,
+					  .hold = &hold };
+		UT_EQ(pthread_create(&tw[w].th, NULL, tw_run, &tw[w]), 0);
+	}
+	for (i = 0; i < images; i++) {
+		/* each writer makes 30 to 90 ops (loaded machines too) */
+		n = 30 + ut_rand(60);
+		hold = 0;
+		for (w = 0; w < TW; w++)
+			while (tw[w].done < (i ? done[w] : 0) + n)
+				usleep(100);
+		usleep(ut_rand(1000));
+		/* every writer stopped where it is, then the copy */
+		park_gen++;
+		for (w = 0; w < TW; w++)
+			pthread_kill(tw[w].th, SIGUSR1);
+		while (parked < TW)
+			sched_yield();
+		memcpy(copy, img, sz);
+		for (w = 0; w < TW; w++) {
+			started[w] = tw[w].started;
+			done[w] = tw[w].done;
+		}
+		/* they finish their ops and wait while the image is checked */
+		hold = 1;
+		park_gen++;
+		while (parked)
+			sched_yield();
+		recs = records_in(copy, ioff);
+		multi += recs >= 2;
+		most = max(most, recs);
+		tw_expect(started, done, want, alt);
+		if (!tw_image(copy, sz, i, want, alt)) {
+			ut_note("image %u had %u records in flight", i, recs);
+			break;
+		}
+	}
+	stop = 1;
+	for (w = 0; w < TW; w++) {
+		pthread_join(tw[w].th, NULL);
+		UT_CHECK(!tw[w].errors);
+		ops += tw[w].done;
+	}
+	b3_test_arm_hook = NULL;
+	UT_EQ(sigaction(SIGUSR1, &old, NULL), 0);
+	s = b3_sum(idx);
+	ut_note("b3: %u images of %u writers: %u with 2 or more records in flight, %u at most; %llu ops, %llu splits, %llu merges (%llu redistributions)",
+		i, TW, multi, most, (unsigned long long)ops,
+		(unsigned long long)s.splits, (unsigned long long)s.merges,
+		(unsigned long long)s.redists);
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	pmidx_pool_close(pool);
+	b3_test_slots = B3_SLOTS;
+	free(want);
+	free(alt);
+	ut_img_free(copy, sz);
+	ut_img_free(img, sz);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(b3_flushes),
 	UT_TEST(b3_full_pool),
@@ -1669,6 +1986,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),
 	UT_TEST(b3_crash_merge),
+	UT_TEST(b3_crash_threads),
 };
 
 int main(int argc, char **argv)

@@ -77,9 +77,20 @@ static inline void b3_test_store(void)
 	if (b3_test_store_hook)
 		b3_test_store_hook();
 }
+/*
+ * Called between a txn's arm and its link store (page.c link_store()): a
+ * test keeps records in flight longer while it takes crash images.
+ */
+extern void (*b3_test_arm_hook)(void);
+static inline void b3_test_armed(void)
+{
+	if (b3_test_arm_hook)
+		b3_test_arm_hook();
+}
 #else
 #define B3_CAP			B3_SLOTS
 static inline void b3_test_store(void) { }
+static inline void b3_test_armed(void) { }
 #endif
 /* a full page with at most this many live nodes is defragmented, not split */
 #define B3_DEFRAG_MAX		(B3_CAP - B3_CAP / 4)

@@ -229,6 +229,7 @@ int b3_lt_fill(struct b3 *t)
 #ifdef PMIDX_TEST_ENGINES
 unsigned int b3_test_slots = B3_SLOTS;	/* b3.h B3_CAP */
 void (*b3_test_store_hook)(void);
+void (*b3_test_arm_hook)(void);
 #endif
 
 static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
@@ -557,8 +558,10 @@ static void link_store(struct b3 *t, struct pmidx_txn *x, void *w,
 		pmidx_txn_cancel(a, x);
 		x = NULL;
 	}
-	if (x)
+	if (x) {
 		pmidx_txn_arm(a, x, w, width, val);
+		b3_test_armed();
+	}
 	if (width == 8)	/* release: pairs with b3_ld() */
 		smp_store_release((__le64 *)w, cpu_to_le64(val));
 	else		/* release: pairs with b3_ld32() */
