@@ -5,6 +5,7 @@
  *  - create enables the intent records and flags the index committed;
  *    attach refuses a committed index without intents, and an index
  *    whose mode differs from its engine's ("re-create the index");
+ *    both refuse committed mode on more CPUs than the intents cover;
  *  - drop-index of a committed index goes through DROPPING and frees
  *    every object on media (pmidx_free_committed_now()); a crash during
  *    it, or during the drop the next attach resumes, leaks nothing;
@@ -278,6 +279,71 @@ static void committed_refusals(void)
 	((struct pmidx_chunk_hdr *)((u8 *)dup + PMIDX_CHUNK_HDR_OFF))[c].desc = 0;
 	UT_EQ(ut_pool_open_err(dup, SZ, &why), -EUCLEAN);
 	UT_ASSERT(strstr(why, "intent"));
+	toy_engines_register(false);
+	ut_img_free(dup, SZ);
+	ut_img_free(img, SZ);
+}
+
+/*
+ * Committed-mode review M1: the intent records cover PMIDX_TXN_CPUS_MAX
+ * CPUs (alloc.h, "Records in flight"). Above that an attach of a pool
+ * with a committed index is refused (clean or after a crash) and leaves
+ * the image as it was; creating a committed index is refused; traced
+ * indexes go on.
+ */
+static void committed_cpu_limit(void)
+{
+	void *img = ut_img_alloc(SZ), *dup, *copy;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+
+	UT_ASSERT(PMIDX_TXN_CPUS_MAX >= 1024);
+	toy_engines_register(true);
+	UT_EQ(pmidx_index_create(pool, "t", TOY_TRACED_ID, &idx, &why), 0);
+	put_kv(idx, 1, 0);
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX + 1;
+	UT_EQ(pmidx_index_create(pool, "c", TOY_COMMITTED_ID, &idx, &why),
+	      -EOPNOTSUPP);
+	UT_ASSERT_MSG(strstr(why, "CPUs"), "why: %s", why);
+	UT_ASSERT(!lookup(pool, "c"));
+	UT_ASSERT(!(le64_to_cpu(pool->sb.feat_incompat) &
+		    PMIDX_FEAT_INCOMPAT_COMMITTED_IDX));
+	UT_EQ(pmidx_index_create(pool, "t2", TOY_TRACED_ID, &idx, &why), 0);
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX;
+	UT_EQ(pmidx_index_create(pool, "c", TOY_COMMITTED_ID, &idx, &why), 0);
+	put_kv(idx, 2, 0);
+	dup = ut_img_dup(img, SZ);		/* a crash */
+	pmidx_pool_close(pool);
+
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX + 1;
+	copy = ut_img_dup(img, SZ);
+	UT_EQ(ut_pool_open_err(img, SZ, &why), -EOPNOTSUPP);
+	UT_ASSERT_MSG(strstr(why, "CPUs"), "why: %s", why);
+	UT_ASSERT(!memcmp(img, copy, SZ));
+	ut_img_free(copy, SZ);
+	copy = ut_img_dup(dup, SZ);
+	UT_EQ(ut_pool_open_err(dup, SZ, &why), -EOPNOTSUPP);
+	UT_ASSERT(!memcmp(dup, copy, SZ));
+	ut_img_free(copy, SZ);
+
+	/* a module without the engine serves the rest: no txn runs */
+	pmidx_test_engines[TOY_COMMITTED_ID] = &pmidx_test_engine_absent;
+	pool = ut_pool_open(img, SZ);
+	UT_ASSERT(!lookup(pool, "c")->opened);
+	get_kv(lookup(pool, "t"), 1, 0);
+	pmidx_pool_close(pool);
+	toy_engines_register(true);
+
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX;
+	pmidx_recovery_verify = true;
+	pool = ut_pool_open(dup, SZ);
+	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
+	get_kv(lookup(pool, "c"), 2, 0);
+	get_kv(lookup(pool, "t"), 1, 0);
+	pmidx_pool_close(pool);
+	pmidx_recovery_verify = false;
+	pmidx_test_nr_cpus = 0;
 	toy_engines_register(false);
 	ut_img_free(dup, SZ);
 	ut_img_free(img, SZ);
@@ -815,6 +881,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(committed_create_drop),
 	UT_TEST(committed_drop_resume),
 	UT_TEST(committed_refusals),
+	UT_TEST(committed_cpu_limit),
 	UT_TEST(committed_drop_absent_reuse),
 	UT_TEST(committed_drop_absent_frozen),
 	UT_TEST(committed_crash_drop),
