@@ -26,135 +26,25 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/b3/b3.h"
 
 #define SZ		(256ULL << 20)
 
-/* key n: 1..255 bytes, unique by its first 3 bytes */
-static u32 key_of(u64 n, u8 *k)
-{
-	static const u8 lens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
-	u32 len = lens[n % sizeof(lens)], i;
+/* key n: 3..255 bytes, unique by its first 3 bytes, ordered by n */
+static const u8 klens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
+static const u32 vlens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
 
-	k[0] = n >> 16;
-	k[1] = n >> 8;
-	k[2] = n;
-	for (i = 3; i < len; i++)
-		k[i] = (n * 31 + i * 7) & 0xff;
-	if (len < 3)
-		len = 3;
-	return len;
-}
-
-static u32 val_of(u64 id, u8 *v)
-{
-	static const u32 lens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
-	u32 len = lens[id % ARRAY_SIZE(lens)], i;
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
-}
-
-static u8 vbuf[65536], gbuf[65536];
-/* the checker's: it runs while the workload is stopped inside a put of vbuf */
-static u8 cbuf[65536];
-
-static int put(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), vl = val_of(v, vbuf);
-
-	return idx->ops->put(idx, k, kl, vbuf, vl, 0);
-}
-
-static int get_is(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), gl = sizeof(gbuf), vl;
-	int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
-
-	if (ret)
-		return ret;
-	vl = val_of(v, vbuf);
-	return gl == vl && !memcmp(gbuf, vbuf, vl) ? 0 : -EBADMSG;
-}
-
-static int del(struct pmidx_index *idx, u64 n)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k);
-
-	return idx->ops->del(idx, k, kl);
-}
-
-struct counter {
-	struct pmidx_scan_sink	sink;
-	u64			n, limit;
-	u8			last[256];
-	u32			last_len;
-	bool			bad;
+static const struct ekv_scheme kv = {
+	EKV_LENS(klens, vlens), .prefix = 3, .scan_piece = 97,
 };
 
-static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	struct counter *c = container_of(sink, struct counter, sink);
-
-	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
-		c->bad = true;
-	memcpy(c->last, key, klen);
-	c->last_len = klen;
-	c->n++;
-	return c->limit && c->n % c->limit == 0;
-}
-
-/* a full scan, in pieces of @limit records resumed after the last key */
-static u64 scan_all(struct pmidx_index *idx, u64 limit)
-{
-	struct counter c = { .sink.emit = count_emit, .limit = limit };
-	u64 before;
-
-	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
-	while (limit && c.n && c.n % limit == 0) {
-		u8 start[256];
-		u32 sl = c.last_len;
-
-		before = c.n;
-		memcpy(start, c.last, sl);
-		UT_EQ(idx->ops->scan(idx, start, sl, true, NULL, 0, &c.sink), 0);
-		if (c.n == before)
-			break;
-	}
-	UT_ASSERT(!c.bad);
-	return c.n;
-}
-
-static void verify(struct pmidx_index *idx, const u64 *state, u64 n,
-		   const char *when)
-{
-	const char *why = NULL;
-	u64 i, live = 0, keys;
-
-	for (i = 0; i < n; i++) {
-		int ret = get_is(idx, i, state[i] ? state[i] - 1 : 0);
-
-		if (state[i])
-			live++;
-		UT_ASSERT_MSG(state[i] ? !ret : ret == -ENOENT,
-			      "%s: key %llu: %d", when, (unsigned long long)i, ret);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "%s: check: %s", when, why);
-	UT_EQ(keys, live);
-	UT_EQ(scan_all(idx, 0), live);
-	UT_EQ(scan_all(idx, 97), live);
-}
+/*
+ * The checker's buffers: it runs while the workload is stopped inside an
+ * ekv_put() of the workload's buffer.
+ */
+static u8 cvbuf[EKV_VMAX], cgbuf[EKV_VMAX];
 
 static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 {
@@ -202,28 +92,28 @@ static void b3_structure(void)
 	/* random order, some values of 64 KiB */
 	for (j = 0; j < NBIG; j++) {
 		i = (j * 7919) % NBIG;
-		UT_EQ(put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
+		UT_EQ(ekv_put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
 		state[i] = (i % 10 == 9 && i % 70 ? i + 1 : i) + 1;
 	}
-	verify(idx, state, NBIG, "after inserts");
+	ekv_verify(idx, state, NBIG, "after inserts");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu splits (%llu root), %llu defrags after %u inserts",
 		height(idx), (unsigned long long)s.splits,
 		(unsigned long long)s.root_splits, (unsigned long long)s.defrags, NBIG);
 	UT_ASSERT(height(idx) >= 3);	/* internal pages split too */
 	for (i = 0; i < NBIG; i += 3) {	/* updates, size changes */
-		UT_EQ(put(idx, i, i + 3), 0);
+		UT_EQ(ekv_put(idx, i, i + 3), 0);
 		state[i] = i + 4;
 	}
-	UT_EQ(del(idx, NBIG + 5), -ENOENT);
+	UT_EQ(ekv_del(idx, NBIG + 5), -ENOENT);
 	for (j = 0; j < NBIG; j++) {	/* delete 95 % */
 		i = (j * 104729) % NBIG;
 		if (i % 20 == 0)
 			continue;
-		UT_EQ(del(idx, i), 0);
+		UT_EQ(ekv_del(idx, i), 0);
 		state[i] = 0;
 	}
-	verify(idx, state, NBIG, "after deletes");
+	ekv_verify(idx, state, NBIG, "after deletes");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu merges, %llu defrags after deletes",
 		height(idx), (unsigned long long)s.merges,
@@ -233,9 +123,9 @@ static void b3_structure(void)
 	pool = ut_pool_open(img, SZ);
 	idx = pmidx_index_lookup(pool, "b3");
 	UT_ASSERT(idx && idx->opened);
-	verify(idx, state, NBIG, "after re-attach");
+	ekv_verify(idx, state, NBIG, "after re-attach");
 	for (i = 1; i < NBIG; i += 2) {
-		UT_EQ(put(idx, i, i + 9), 0);
+		UT_EQ(ekv_put(idx, i, i + 9), 0);
 		state[i] = i + 10;
 	}
 	crash = ut_img_dup(img, SZ);
@@ -244,7 +134,7 @@ static void b3_structure(void)
 		struct pmidx_index *ri = pmidx_index_lookup(rec, "b3");
 
 		UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
-		verify(ri, state, NBIG, "after crash recovery");
+		ekv_verify(ri, state, NBIG, "after crash recovery");
 		UT_EQ(pmidx_index_drop(rec, "b3", &why), 0);
 		UT_EQ(ut_stat(rec, PMIDX_STAT_ALLOC_OBJECTS), 0);
 		pmidx_pool_close(rec);
@@ -288,7 +178,7 @@ static void b3_space_return(void)
 
 	UT_EQ(pmidx_index_create(pool, "big", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (j = 0; j < NSPACE; j++)
-		UT_EQ(put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
+		UT_EQ(ekv_put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
 	full_h = height(idx);
 	UT_ASSERT(full_h >= 3);
 	full_pages = b3_sum(idx).pages;
@@ -296,7 +186,7 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 104729) % NSPACE;
 		if (i % 20)
-			UT_EQ(del(idx, i), 0);
+			UT_EQ(ekv_del(idx, i), 0);
 	}
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, NSPACE / 20);
@@ -308,7 +198,7 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 7919) % NSPACE;
 		if (!(i % 20))
-			UT_EQ(put(fr, i, 0), 0);
+			UT_EQ(ekv_put(fr, i, 0), 0);
 	}
 	fpages = b3_sum(fr).pages;
 	fbytes = ix_stat(fr, PMIDX_STAT_PM_BYTES);
@@ -349,7 +239,7 @@ static void b3_full_pool(void)
 
 	UT_EQ(pmidx_index_create(pool, "full", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 10000000; n++) {
-		ret = put(idx, n, 0);	/* 8-byte keys and values */
+		ret = ekv_put(idx, n, 0);	/* 8-byte keys and values */
 		if (ret)
 			break;
 	}
@@ -369,7 +259,7 @@ static void b3_full_pool(void)
 	cows = b3_sum(idx).defrags;
 	for (j = 0; j < n; j++) {
 		i = (j * 7919) % n;	/* n is no multiple of 7919 */
-		ret = del(idx, i);
+		ret = ekv_del(idx, i);
 		if (ret)
 			break;
 	}
@@ -389,7 +279,7 @@ static void b3_full_pool(void)
 		pmidx_free(&pool->alloc, filler[nf]);
 	free(filler);
 	for (i = 0; i < n / 2; i++)	/* the space is usable again */
-		UT_EQ(put(idx, i, 1), 0);
+		UT_EQ(ekv_put(idx, i, 1), 0);
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, n / 2);
 	pmidx_pool_close(pool);
@@ -412,7 +302,7 @@ static void b3_crash_counts(void)
 
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (i = 0; i < n; i++)
-		UT_EQ(put(idx, i, i), 0);	/* blobs among keys and values */
+		UT_EQ(ekv_put(idx, i, i), 0);	/* blobs among keys and values */
 	UT_EQ(ix_stat(idx, PMIDX_STAT_KEYS), n);
 	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
 	crash = ut_img_dup(img, 64ULL << 20);
@@ -424,8 +314,8 @@ static void b3_crash_counts(void)
 	UT_ASSERT(ri && ri->opened);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), ~0ULL);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_PM_BYTES), ~0ULL);
-	UT_EQ(del(ri, 0), 0);
-	UT_EQ(put(ri, n, n), 0);
+	UT_EQ(ekv_del(ri, 0), 0);
+	UT_EQ(ekv_put(ri, n, n), 0);
 	/* a clean detach now: nothing to save, still unknown after it */
 	pmidx_pool_close(rec);
 	rec = ut_pool_open(crash, 64ULL << 20);
@@ -438,7 +328,7 @@ static void b3_crash_counts(void)
 	ut_note("b3: PM_BYTES %llu before the crash, %llu counted by CHECK after it (1 key more, 1 less)",
 		(unsigned long long)bytes,
 		(unsigned long long)ix_stat(ri, PMIDX_STAT_PM_BYTES));
-	UT_EQ(del(ri, 1), 0);
+	UT_EQ(ekv_del(ri, 1), 0);
 	UT_EQ(ri->ops->check(ri, &keys, &why), 0);
 	UT_EQ(keys, n - 1);
 	pmidx_pool_close(rec);
@@ -467,7 +357,7 @@ static void b3_traced_refused(void)
 	u64 eoff;
 
 	UT_EQ(pmidx_index_create(pool, "old", PMIDX_ENGINE_B3, &idx, &why), 0);
-	UT_EQ(put(idx, 1, 1), 0);
+	UT_EQ(ekv_put(idx, 1, 1), 0);
 	eoff = (u8 *)&pool->itable[idx->id % PMIDX_MAX_INDEXES] - (u8 *)pool->pm.base;
 	pmidx_pool_close(pool);
 	e = (struct pmidx_index_entry *)((u8 *)img + eoff);
@@ -560,7 +450,7 @@ static void b3_left_missing(void)
 
 	UT_EQ(pmidx_index_create(pool, "h2", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_EQ(top->level, 1);
@@ -614,7 +504,7 @@ static void b3_dead_leaf(void)
 
 	UT_EQ(pmidx_index_create(pool, "m1", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
@@ -628,9 +518,9 @@ static void b3_dead_leaf(void)
 	UT_EQ(idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0), -EUCLEAN);
 	UT_EQ(idx->ops->del(idx, k, 6), -EUCLEAN);
 	for (n = 0; n < 600; n++)	/* readers take no lock */
-		UT_EQ(get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
-	UT_EQ(put(idx, 0, 1), 0);	/* the first leaf is fine */
-	UT_EQ(get_is(idx, 0, 1), 0);
+		UT_EQ(ekv_get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	UT_EQ(ekv_put(idx, 0, 1), 0);	/* the first leaf is fine */
+	UT_EQ(ekv_get_is(idx, 0, 1), 0);
 	pmidx_pool_close(pool);
 	ut_img_free(img, 64ULL << 20);
 }
@@ -765,7 +655,7 @@ static void *writer(void *p)
 	prandom_seed_state(&rs, ut_seed + a->id);
 	for (r = 0; r < TROUNDS; r++) {
 		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
-		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
+		u32 kl = ekv_key(n, k), vl = prandom_u32_state(&rs) % 300;
 
 		memset(v, r, vl);
 		if (prandom_u32_state(&rs) % 3)
@@ -787,7 +677,7 @@ static void *reader(void *p)
 		u8 want[16];
 
 		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
 			a->errors++;
 			continue;
@@ -803,7 +693,7 @@ static void *scanner(void *p)
 	struct targ *a = p;
 
 	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
 
 		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
 						 &c.sink);
@@ -827,7 +717,7 @@ static void b3_threads(void)
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < TKEYS; n += 2) {
 		u8 k[256];
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
 	}
@@ -873,14 +763,14 @@ static void *wave_writer(void *p)
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
 			memset(v, r + n, sizeof(v));
-			a->errors += !!a->idx->ops->put(a->idx, k, key_of(n, k),
+			a->errors += !!a->idx->ops->put(a->idx, k, ekv_key(n, k),
 							v, 8 + n % 16, 0);
 		}
 		for (i = 0; i < MKEYS; i++) {
 			n = (i * 104729) % MKEYS;
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
-			a->errors += !!a->idx->ops->del(a->idx, k, key_of(n, k));
+			a->errors += !!a->idx->ops->del(a->idx, k, ekv_key(n, k));
 		}
 	}
 	return NULL;
@@ -896,7 +786,7 @@ static void *wave_reader(void *p)
 		u32 kl, vl = sizeof(v);
 
 		n = (n + 8 * 7919) % MKEYS & ~7ULL;
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8 ||
 		    memcmp(v, &n, 8))
 			a->errors++;
@@ -909,7 +799,7 @@ static void *wave_scanner(void *p)
 	struct targ *a = p;
 
 	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
 
 		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
 						 &c.sink);
@@ -943,7 +833,7 @@ static void b3_threads_merge(void)
 	for (n = 0; n < MKEYS; n += 8) {
 		u8 k[256];
 
-		UT_EQ(idx->ops->put(idx, k, key_of(n, k), (u8 *)&n, 8, 0), 0);
+		UT_EQ(idx->ops->put(idx, k, ekv_key(n, k), (u8 *)&n, 8, 0), 0);
 	}
 	b3_test_store_hook = store_yield;
 	for (i = 0; i < 6; i++) {
@@ -1030,11 +920,11 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 		/* inserts first (splits), then mostly deletes (merges) */
 		bool d = prandom_u32_state(&rs) % 8 < (i < a->ops / 2 ? 1 : 6);
 		u64 n = prandom_u32_state(&rs) % CKEYS, v = prandom_u32_state(&rs) % 1000;
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		op = crashsim_op_begin(cs, d ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
 				       "kv", k, kl, v);
-		ret = d ? del(idx, n) : put(idx, n, v % 10 == 9 ? v - 1 : v);
+		ret = d ? ekv_del(idx, n) : ekv_put(idx, n, v % 10 == 9 ? v - 1 : v);
 		if (ret && !(d && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
@@ -1052,12 +942,12 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 	}
 	for (i = 0; a->drain && i < CKEYS; i++) {
 		u64 n = (i * 97) % CKEYS;	/* scattered over the leaves */
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		if (!(n % 16))
 			continue;
 		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "kv", k, kl, 0);
-		ret = del(idx, n);
+		ret = ekv_del(idx, n);
 		if (ret && ret != -ENOENT)
 			return ret;
 		crashsim_op_ack(cs, op);
@@ -1078,7 +968,7 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
  * H1 (docs/reviews/b3-review.md): a crash inside an SMO can leave a child
  * word W naming l, the left neighbour of the page of W's range, while l
  * keeps its own word. An SMO that later retires l must not leave W naming
- * it. So at such an image: fill l's range (keys of length 6, which key_of()
+ * it. So at such an image: fill l's range (keys of length 6, which ekv_key()
  * never makes) until l is defragmented or split, touch nothing in W's
  * range, then read everything, CHECK, and crash once more.
  */
@@ -1202,10 +1092,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 
 	for (n = 0; n < CKEYS; n++) {
 		u8 k[256];
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, k, kl, cgbuf, &gl);
 		v = 0;
 		if (ret && ret != -ENOENT) {
 			crashsim_fail(cs, "%s: key %llu: get %d", when,
@@ -1215,9 +1105,9 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		crashsim_expect(cs, k, kl, &e);
 		for (x = 0; !ret && x < e.n; x++) {
 			u64 w = e.value[x] % 10 == 9 ? e.value[x] - 1 : e.value[x];
-			u32 vl = val_of(w, cbuf);
+			u32 vl = ekv_val(w, cvbuf);
 
-			if (e.present[x] && gl == vl && !memcmp(gbuf, cbuf, vl))
+			if (e.present[x] && gl == vl && !memcmp(cgbuf, cvbuf, vl))
 				v = e.value[x];
 		}
 		if (!crashsim_expect_ok(&e, !ret, v))
@@ -1228,10 +1118,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		live += !ret;
 	}
 	for (x = 0; x < xk.n; x++) {
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, xk.key[x], 6, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, xk.key[x], 6, cgbuf, &gl);
 		v = x;
-		if (ret || gl != 8 || memcmp(gbuf, &v, 8))
+		if (ret || gl != 8 || memcmp(cgbuf, &v, 8))
 			crashsim_fail(cs, "%s: extra key %u: get %d", when, x, ret);
 		live++;
 	}
@@ -1240,7 +1130,7 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 	else if (keys != live)
 		crashsim_fail(cs, "%s: check counts %llu keys, get %llu", when,
 			      (unsigned long long)keys, (unsigned long long)live);
-	if (scan_all(idx, 0) != live)
+	if (ekv_scan_all(idx, 0) != live)
 		crashsim_fail(cs, "%s: scan disagrees with get", when);
 }
 
@@ -1310,10 +1200,10 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		/* a writer over the whole key space meets any leftover */
 		for (n = 0; n < CKEYS; n += 7) {
 			u8 k[256];
-			u32 kl = key_of(n, k), gl = sizeof(gbuf);
+			u32 kl = ekv_key(n, k), gl = sizeof(cgbuf);
 
-			if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
-			    idx->ops->put(idx, k, kl, gbuf, gl, 0))
+			if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
+			    idx->ops->put(idx, k, kl, cgbuf, gl, 0))
 				crashsim_fail(cs, "rewrite of key %llu failed",
 					      (unsigned long long)n);
 		}
@@ -1436,5 +1326,6 @@ int main(int argc, char **argv)
 		return 2;
 	/* every crash attach: the allocator's recovery against a full trace */
 	pmidx_recovery_verify = true;
+	ekv_use(&kv);
 	return ut_main(argc, argv, "b3-crash", tests, ARRAY_SIZE(tests));
 }

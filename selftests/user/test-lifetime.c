@@ -27,6 +27,7 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/ccl/ccl.h"
 
@@ -101,16 +102,7 @@ static u32 key_of(unsigned int ix, unsigned int n, u8 *k)
 /* Value @id: 0..200 bytes, all derived from @id. */
 static u32 val_of(u64 id, u8 *v)
 {
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 7;
-	u32 len = id % (VMAX + 1), i;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
+	return ekv_bytes(id, 7, v, id % (VMAX + 1));
 }
 
 static bool val_is(const u8 *v, u32 len, u64 id)
