@@ -715,19 +715,11 @@ static void run(const char *name, unsigned int ops, const struct lparams *p)
 	};
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
-		.samples = samples, .exhaustive_max = samples, .only_point = -1,
-		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.samples = samples, .exhaustive_max = samples,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	set_params(p);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	set_params(&defaults);
@@ -740,12 +732,7 @@ static void run(const char *name, unsigned int ops, const struct lparams *p)
 	       (unsigned long long)arg.s.log_frees,
 	       (unsigned long long)arg.s.log_frees_ooo,
 	       (unsigned long long)arg.s.drains);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 	/* long enough that leaves, blobs and logs were freed and reused */
 	if (cfg.only_point < 0) {
 		UT_ASSERT(arg.s.merges > 0 && arg.s.log_frees > 0);

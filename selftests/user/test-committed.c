@@ -772,31 +772,18 @@ static void run(const char *name, bool mix, bool at_flushes, u32 keys,
 	};
 	struct crashsim_config cfg = {
 		.seed = ut_seed, .variants = 2, .samples = samples,
-		.exhaustive_max = samples, .only_point = -1, .only_variant = -1,
-		.at_flushes = at_flushes,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.exhaustive_max = samples, .at_flushes = at_flushes,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	toy_engines_register(true);
 	pmidx_recovery_verify = true;
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	pmidx_recovery_verify = false;
 	toy_engines_register(false);
 	crashsim_print_result(name, &cfg, &res);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end, "%llu lines never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 /* committed toy only, every fence and flush a crash point */

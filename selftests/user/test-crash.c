@@ -328,26 +328,13 @@ static void run(const char *name, int (*fn)(struct crashsim *, void *, u64, void
 		.variants = variants, .samples = samples * scale,
 		/* a sample size asks for sampling once the history is longer */
 		.exhaustive_max = samples * scale,
-		.only_point = -1, .only_variant = -1,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	if ((e = getenv("PMIDX_CRASH_POINT")))
-		cfg.only_point = strtol(e, NULL, 0);
-	if ((e = getenv("PMIDX_CRASH_VARIANT")))
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	crashsim_print_result(name, &cfg, &res);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	/* a store never flushed by the end is a missing flush */
-	UT_ASSERT_MSG(!all_flushed || !res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, all_flushed);
 }
 
 static void crash_basic_adr(void)

@@ -387,18 +387,10 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		.samples = env_uint("PMIDX_LIFETIME_POINTS", 300),
 		/* every point of histories up to this long (crash-long) */
 		.exhaustive_max = env_uint("PMIDX_LIFETIME_EXHAUSTIVE", 1),
-		.only_point = -1, .only_variant = -1,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *pt = getenv("PMIDX_CRASH_POINT");
-	const char *vt = getenv("PMIDX_CRASH_VARIANT");
 
-	if (pt)
-		cfg.only_point = strtol(pt, NULL, 0);
-	if (vt)
-		cfg.only_variant = strtol(vt, NULL, 0);
+	crashsim_config_env(&cfg);
 	snprintf(name, sizeof(name), "%s+%s/%s", pmidx_engine_name(e),
 		 pmidx_engine_name(arg.partner), what);
 	/* committed mode: every crash attach is also traced and compared */

@@ -1079,6 +1079,17 @@ int crashsim_parse_model(int *argc, char **argv)
 	return 0;
 }
 
+void crashsim_config_env(struct crashsim_config *cfg)
+{
+	const char *e = getenv("PMIDX_CRASH_POINT");
+
+	cfg->only_point = e ? strtol(e, NULL, 0) : -1;
+	e = getenv("PMIDX_CRASH_VARIANT");
+	cfg->only_variant = e ? strtol(e, NULL, 0) : -1;
+	cfg->save_dir = getenv("PMIDX_CRASH_SAVE");
+	cfg->prefix = crashsim_prefix_default();
+}
+
 /* images per prefix point: the config's, else PMIDX_CRASH_PREFIX_IMAGES, else 16 */
 static unsigned int prefix_images(const struct crashsim_config *cfg)
 {

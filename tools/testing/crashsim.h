@@ -143,6 +143,13 @@ bool crashsim_prefix_supported(void);
  */
 bool crashsim_prefix_default(void);
 int crashsim_parse_model(int *argc, char **argv);
+/*
+ * What a test's run takes from the environment into @cfg: the replay of
+ * one failure (PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V, each -1, all,
+ * when unset), where failing images are saved (PMIDX_CRASH_SAVE=DIR) and
+ * the model (crashsim_prefix_default()).
+ */
+void crashsim_config_env(struct crashsim_config *cfg);
 
 /* ---- for run() ------------------------------------------------------------ */
 
