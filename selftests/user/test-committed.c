@@ -498,33 +498,6 @@ struct wl_arg {
 	u32	keys;
 };
 
-static int op_create(struct crashsim *cs, struct pmidx_pool *pool,
-		     const char *name, u32 engine)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
-					    strlen(name), engine);
-	struct pmidx_index *idx;
-	const char *why = NULL;
-	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
-static int op_drop(struct crashsim *cs, struct pmidx_pool *pool,
-		   const char *name)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
-					    strlen(name), 0);
-	const char *why = NULL;
-	int ret = pmidx_index_drop(pool, name, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
 /* model key "NAME/kK" */
 static int op_put(struct crashsim *cs, struct pmidx_pool *pool,
 		  const char *name, u32 k, u32 ver)
@@ -646,20 +619,20 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 	pool = op_open(img, size);
 	if (!pool)
 		return -EIO;
-	ret = op_create(cs, pool, "c", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "c", TOY_COMMITTED_ID);
 	if (!ret && a->mix)
-		ret = op_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
-		      op_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
-		      op_create(cs, pool, "t", TOY_TRACED_ID);
+		ret = crashsim_index_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
+		      crashsim_index_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
+		      crashsim_index_create(cs, pool, "t", TOY_TRACED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? mixed : cm, a->mix ? 4 : 1,
 			       a->keys, steps);
 	if (!ret) {
-		ret = op_drop(cs, pool, "c");
+		ret = crashsim_index_drop(cs, pool, "c");
 		forget_keys(cs, "c", a->keys);
 	}
 	if (!ret)
-		ret = op_create(cs, pool, "d", TOY_COMMITTED_ID);
+		ret = crashsim_index_create(cs, pool, "d", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, dm, 1, a->keys, steps / 2);
 	if (ret) {
@@ -675,12 +648,12 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 		return -EIO;
 	crashsim_op_ack(cs, op);
 	forget_keys(cs, "d", a->keys);
-	ret = op_create(cs, pool, "e", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "e", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? after : em, a->mix ? 4 : 1,
 			       a->keys, steps / 2);
 	if (!ret && a->mix)
-		ret = op_drop(cs, pool, "t");
+		ret = crashsim_index_drop(cs, pool, "t");
 	pmidx_pool_close(pool);
 	return ret;
 }

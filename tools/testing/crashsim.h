@@ -164,6 +164,16 @@ unsigned int crashsim_op_begin(struct crashsim *cs, u32 type, const char *tag,
 			       const void *key, u32 klen, u64 value);
 void crashsim_op_ack(struct crashsim *cs, unsigned int op);
 
+/*
+ * Index create and drop as ops of the model, keyed by the index's name:
+ * "create" puts @engine, "drop" deletes; acknowledged when they succeed.
+ * Return: what pmidx_index_create() / pmidx_index_drop() returned.
+ */
+int crashsim_index_create(struct crashsim *cs, struct pmidx_pool *pool,
+			  const char *name, u32 engine);
+int crashsim_index_drop(struct crashsim *cs, struct pmidx_pool *pool,
+			const char *name);
+
 /* ---- for check() ---------------------------------------------------------- */
 
 #define CRASHSIM_MAX_ALT	4
