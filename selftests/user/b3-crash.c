@@ -637,17 +637,10 @@ static void b3_dup_key(void)
 #define TKEYS	4000
 #define TROUNDS	6000
 
-struct targ {
-	struct pmidx_index	*idx;
-	unsigned int		id;
-	_Atomic int		*stop;
-	unsigned long		errors;
-};
-
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	struct rnd_state rs;
 	u8 k[256], v[300];
 	unsigned int r;
@@ -666,66 +659,26 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void *reader(void *p)
-{
-	struct targ *a = p;
-	u8 k[256], v[300];
-	u64 n = a->id;
-
-	while (!*a->stop) {
-		u32 kl, vl = sizeof(v);
-		u8 want[16];
-
-		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = ekv_key(n, k);
-		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
-			a->errors++;
-			continue;
-		}
-		memcpy(want, &n, 8);
-		a->errors += !!memcmp(v, want, 8);
-	}
-	return NULL;
-}
-
-static void *scanner(void *p)
-{
-	struct targ *a = p;
-
-	while (!*a->stop) {
-		struct ekv_counter c = { .sink.emit = ekv_count_emit };
-
-		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
-						 &c.sink);
-		a->errors += c.bad || c.n < TKEYS / 2;
-	}
-	return NULL;
-}
-
 static void b3_threads(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, keys;
+	u64 keys;
 	int i;
 
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
-	for (n = 0; n < TKEYS; n += 2) {
-		u8 k[256];
-		u32 kl = ekv_key(n, k);
-
-		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
-	}
+	ekv_put_stable(idx, TKEYS);
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
+					       .keys = TKEYS, .stop = &stop };
 		UT_EQ(pthread_create(&th[i], NULL,
-				     i < 3 ? writer : i < 5 ? reader : scanner,
-				     &args[i]), 0);
+				     i < 3 ? writer : i < 5 ? ekv_stable_reader :
+				     ekv_stable_scanner, &args[i]), 0);
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
@@ -752,7 +705,7 @@ static void b3_threads(void)
 
 static void *wave_writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[24];
 	unsigned int r;
 	u64 i, n;
@@ -778,7 +731,7 @@ static void *wave_writer(void *p)
 
 static void *wave_reader(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[32];
 	u64 n = a->id * 8;
 
@@ -796,7 +749,7 @@ static void *wave_reader(void *p)
 
 static void *wave_scanner(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 
 	while (!*a->stop) {
 		struct ekv_counter c = { .sink.emit = ekv_count_emit };
@@ -818,7 +771,7 @@ static void b3_threads_merge(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool;
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
@@ -837,7 +790,7 @@ static void b3_threads_merge(void)
 	}
 	b3_test_store_hook = store_yield;
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i, .stop = &stop };
 		if (i >= 3)
 			args[i].id = i - 3;
 		UT_EQ(pthread_create(&th[i], NULL,

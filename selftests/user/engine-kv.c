@@ -140,6 +140,52 @@ void ekv_verify(struct pmidx_index *idx, const u64 *state, u64 n,
 	UT_EQ(ekv_scan_all(idx, scheme->scan_piece), live);
 }
 
+void ekv_put_stable(struct pmidx_index *idx, u64 keys)
+{
+	u64 n;
+
+	for (n = 0; n < keys; n += 2) {
+		u8 k[PMIDX_KEY_MAX];
+		u32 kl = ekv_key(n, k);
+
+		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
+	}
+}
+
+void *ekv_stable_reader(void *arg)
+{
+	struct ekv_thread *a = arg;
+	u8 k[PMIDX_KEY_MAX], v[300];
+	u64 n = a->id;
+
+	while (!*a->stop) {
+		u32 kl, vl = sizeof(v);
+
+		n = (n + 2 * 7919) % a->keys & ~1ULL;
+		kl = ekv_key(n, k);
+		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
+			a->errors++;
+			continue;
+		}
+		a->errors += !!memcmp(v, &n, 8);
+	}
+	return NULL;
+}
+
+void *ekv_stable_scanner(void *arg)
+{
+	struct ekv_thread *a = arg;
+
+	while (!*a->stop) {
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
+
+		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
+						 &c.sink);
+		a->errors += c.bad || c.n < a->keys / 2;
+	}
+	return NULL;
+}
+
 u32 ekv_hkey(u64 i, u8 *k)
 {
 	u32 len = i % 7 == 3 ? 40 : 8;

@@ -77,6 +77,25 @@ u64 ekv_scan_all(struct pmidx_index *idx, u64 limit);
 void ekv_verify(struct pmidx_index *idx, const u64 *state, u64 n,
 		const char *when);
 
+/*
+ * Threads against an index whose even keys below @keys hold their number
+ * (8 bytes) and stay, while a test's writers churn the odd ones.
+ */
+struct ekv_thread {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	u64			keys;
+	_Atomic int		*stop;
+	unsigned long		errors, checks;
+};
+
+/* The stable keys: every even n below @keys, value n. */
+void ekv_put_stable(struct pmidx_index *idx, u64 keys);
+/* Until *stop: gets of the stable keys, from key @id on. */
+void *ekv_stable_reader(void *arg);
+/* Until *stop: full scans, in order, the stable keys at least. */
+void *ekv_stable_scanner(void *arg);
+
 /* Hashed key i: 8 bytes, or 40 for every 7th (a blob); @k: 40 bytes. */
 u32 ekv_hkey(u64 i, u8 *k);
 /* Value v: 8 bytes, or 100 for every 5th (a blob), decoding back to v. */

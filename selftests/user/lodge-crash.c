@@ -416,13 +416,6 @@ static void lodge_drain(void)
 #define TKEYS	3000
 #define TROUNDS	1500
 
-struct targ {
-	struct pmidx_index	*idx;
-	unsigned int		id;
-	_Atomic int		*stop;
-	unsigned long		errors, checks;
-};
-
 /* CHECKs done so far: writers go on until some ran beside them */
 static _Atomic unsigned long nchecks;
 #define TCHECKS	20
@@ -430,7 +423,7 @@ static _Atomic unsigned long nchecks;
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	struct rnd_state rs;
 	u8 k[256], v[300];
 	unsigned int r;
@@ -453,44 +446,10 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void *reader(void *p)
-{
-	struct targ *a = p;
-	u8 k[256], v[300];
-	u64 n = a->id;
-
-	while (!*a->stop) {
-		u32 kl, vl = sizeof(v);
-
-		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = ekv_key(n, k);
-		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
-			a->errors++;
-			continue;
-		}
-		a->errors += !!memcmp(v, &n, 8);
-	}
-	return NULL;
-}
-
-static void *scanner(void *p)
-{
-	struct targ *a = p;
-
-	while (!*a->stop) {
-		struct ekv_counter c = { .sink.emit = ekv_count_emit };
-
-		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
-						 &c.sink);
-		a->errors += c.bad || c.n < TKEYS / 2;
-	}
-	return NULL;
-}
-
 /* CHECK under writers: 0 or -EAGAIN, never -EUCLEAN */
 static void *checker(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 
 	while (!*a->stop) {
 		const char *why = NULL;
@@ -513,30 +472,27 @@ static void lodge_threads(void)
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct lparams p = small;
-	struct targ args[NTH];
+	struct ekv_thread args[NTH];
 	pthread_t th[NTH];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, keys;
+	u64 keys;
 	int i;
 
 	p.log_max = 32;		/* drains under the writers too */
 	set_params(&p);
 	nchecks = 0;
 	idx = create(pool, "t");
-	for (n = 0; n < TKEYS; n += 2) {
-		u8 k[256];
-		u32 kl = ekv_key(n, k);
-
-		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
-	}
+	ekv_put_stable(idx, TKEYS);
 	/* 0-3 writers, 4-5 readers, 6 scanner, 7 checker */
 	for (i = 0; i < NTH; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
+					       .keys = TKEYS, .stop = &stop };
 		UT_EQ(pthread_create(&th[i], NULL,
-				     i < 4 ? writer : i < 6 ? reader :
-				     i < 7 ? scanner : checker, &args[i]), 0);
+				     i < 4 ? writer : i < 6 ? ekv_stable_reader :
+				     i < 7 ? ekv_stable_scanner : checker,
+				     &args[i]), 0);
 	}
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
