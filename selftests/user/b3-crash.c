@@ -28,135 +28,25 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/b3/b3.h"
 
 #define SZ		(256ULL << 20)
 
-/* key n: 1..255 bytes, unique by its first 3 bytes */
-static u32 key_of(u64 n, u8 *k)
-{
-	static const u8 lens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
-	u32 len = lens[n % sizeof(lens)], i;
+/* key n: 3..255 bytes, unique by its first 3 bytes, ordered by n */
+static const u8 klens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
+static const u32 vlens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
 
-	k[0] = n >> 16;
-	k[1] = n >> 8;
-	k[2] = n;
-	for (i = 3; i < len; i++)
-		k[i] = (n * 31 + i * 7) & 0xff;
-	if (len < 3)
-		len = 3;
-	return len;
-}
-
-static u32 val_of(u64 id, u8 *v)
-{
-	static const u32 lens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
-	u32 len = lens[id % ARRAY_SIZE(lens)], i;
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
-}
-
-static u8 vbuf[65536], gbuf[65536];
-/* the checker's: it runs while the workload is stopped inside a put of vbuf */
-static u8 cbuf[65536];
-
-static int put(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), vl = val_of(v, vbuf);
-
-	return idx->ops->put(idx, k, kl, vbuf, vl, 0);
-}
-
-static int get_is(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), gl = sizeof(gbuf), vl;
-	int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
-
-	if (ret)
-		return ret;
-	vl = val_of(v, vbuf);
-	return gl == vl && !memcmp(gbuf, vbuf, vl) ? 0 : -EBADMSG;
-}
-
-static int del(struct pmidx_index *idx, u64 n)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k);
-
-	return idx->ops->del(idx, k, kl);
-}
-
-struct counter {
-	struct pmidx_scan_sink	sink;
-	u64			n, limit;
-	u8			last[256];
-	u32			last_len;
-	bool			bad;
+static const struct ekv_scheme kv = {
+	EKV_LENS(klens, vlens), .prefix = 3, .scan_piece = 97,
 };
 
-static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	struct counter *c = container_of(sink, struct counter, sink);
-
-	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
-		c->bad = true;
-	memcpy(c->last, key, klen);
-	c->last_len = klen;
-	c->n++;
-	return c->limit && c->n % c->limit == 0;
-}
-
-/* a full scan, in pieces of @limit records resumed after the last key */
-static u64 scan_all(struct pmidx_index *idx, u64 limit)
-{
-	struct counter c = { .sink.emit = count_emit, .limit = limit };
-	u64 before;
-
-	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
-	while (limit && c.n && c.n % limit == 0) {
-		u8 start[256];
-		u32 sl = c.last_len;
-
-		before = c.n;
-		memcpy(start, c.last, sl);
-		UT_EQ(idx->ops->scan(idx, start, sl, true, NULL, 0, &c.sink), 0);
-		if (c.n == before)
-			break;
-	}
-	UT_ASSERT(!c.bad);
-	return c.n;
-}
-
-static void verify(struct pmidx_index *idx, const u64 *state, u64 n,
-		   const char *when)
-{
-	const char *why = NULL;
-	u64 i, live = 0, keys;
-
-	for (i = 0; i < n; i++) {
-		int ret = get_is(idx, i, state[i] ? state[i] - 1 : 0);
-
-		if (state[i])
-			live++;
-		UT_ASSERT_MSG(state[i] ? !ret : ret == -ENOENT,
-			      "%s: key %llu: %d", when, (unsigned long long)i, ret);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "%s: check: %s", when, why);
-	UT_EQ(keys, live);
-	UT_EQ(scan_all(idx, 0), live);
-	UT_EQ(scan_all(idx, 97), live);
-}
+/*
+ * The checker's buffers: it runs while the workload is stopped inside an
+ * ekv_put() of the workload's buffer.
+ */
+static u8 cvbuf[EKV_VMAX], cgbuf[EKV_VMAX];
 
 static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 {
@@ -236,28 +126,28 @@ static void b3_structure(void)
 	/* random order, some values of 64 KiB */
 	for (j = 0; j < NBIG; j++) {
 		i = (j * 7919) % NBIG;
-		UT_EQ(put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
+		UT_EQ(ekv_put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
 		state[i] = (i % 10 == 9 && i % 70 ? i + 1 : i) + 1;
 	}
-	verify(idx, state, NBIG, "after inserts");
+	ekv_verify(idx, state, NBIG, "after inserts");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu splits (%llu root), %llu defrags after %u inserts",
 		height(idx), (unsigned long long)s.splits,
 		(unsigned long long)s.root_splits, (unsigned long long)s.defrags, NBIG);
 	UT_ASSERT(height(idx) >= 3);	/* internal pages split too */
 	for (i = 0; i < NBIG; i += 3) {	/* updates, size changes */
-		UT_EQ(put(idx, i, i + 3), 0);
+		UT_EQ(ekv_put(idx, i, i + 3), 0);
 		state[i] = i + 4;
 	}
-	UT_EQ(del(idx, NBIG + 5), -ENOENT);
+	UT_EQ(ekv_del(idx, NBIG + 5), -ENOENT);
 	for (j = 0; j < NBIG; j++) {	/* delete 95 % */
 		i = (j * 104729) % NBIG;
 		if (i % 20 == 0)
 			continue;
-		UT_EQ(del(idx, i), 0);
+		UT_EQ(ekv_del(idx, i), 0);
 		state[i] = 0;
 	}
-	verify(idx, state, NBIG, "after deletes");
+	ekv_verify(idx, state, NBIG, "after deletes");
 	counts_exact(idx, "after deletes");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu merges, %llu defrags after deletes",
@@ -268,9 +158,9 @@ static void b3_structure(void)
 	pool = ut_pool_open(img, SZ);
 	idx = pmidx_index_lookup(pool, "b3");
 	UT_ASSERT(idx && idx->opened);
-	verify(idx, state, NBIG, "after re-attach");
+	ekv_verify(idx, state, NBIG, "after re-attach");
 	for (i = 1; i < NBIG; i += 2) {
-		UT_EQ(put(idx, i, i + 9), 0);
+		UT_EQ(ekv_put(idx, i, i + 9), 0);
 		state[i] = i + 10;
 	}
 	crash = ut_img_dup(img, SZ);
@@ -279,7 +169,7 @@ static void b3_structure(void)
 		struct pmidx_index *ri = pmidx_index_lookup(rec, "b3");
 
 		UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
-		verify(ri, state, NBIG, "after crash recovery");
+		ekv_verify(ri, state, NBIG, "after crash recovery");
 		UT_EQ(pmidx_index_drop(rec, "b3", &why), 0);
 		UT_EQ(ut_stat(rec, PMIDX_STAT_ALLOC_OBJECTS), 0);
 		pmidx_pool_close(rec);
@@ -314,7 +204,7 @@ static void b3_space_return(void)
 
 	UT_EQ(pmidx_index_create(pool, "big", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (j = 0; j < NSPACE; j++)
-		UT_EQ(put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
+		UT_EQ(ekv_put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
 	full_h = height(idx);
 	UT_ASSERT(full_h >= 3);
 	full_pages = b3_sum(idx).pages;
@@ -322,7 +212,7 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 104729) % NSPACE;
 		if (i % 20)
-			UT_EQ(del(idx, i), 0);
+			UT_EQ(ekv_del(idx, i), 0);
 	}
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, NSPACE / 20);
@@ -339,7 +229,7 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 7919) % NSPACE;
 		if (!(i % 20))
-			UT_EQ(put(fr, i, 0), 0);
+			UT_EQ(ekv_put(fr, i, 0), 0);
 	}
 	fpages = b3_sum(fr).pages;
 	fbytes = ix_stat(fr, PMIDX_STAT_PM_BYTES);
@@ -380,7 +270,7 @@ static void b3_full_pool(void)
 
 	UT_EQ(pmidx_index_create(pool, "full", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 10000000; n++) {
-		ret = put(idx, n, 0);	/* 8-byte keys and values */
+		ret = ekv_put(idx, n, 0);	/* 8-byte keys and values */
 		if (ret)
 			break;
 	}
@@ -400,7 +290,7 @@ static void b3_full_pool(void)
 	cows = b3_sum(idx).defrags;
 	for (j = 0; j < n; j++) {
 		i = (j * 7919) % n;	/* n is no multiple of 7919 */
-		ret = del(idx, i);
+		ret = ekv_del(idx, i);
 		if (ret)
 			break;
 	}
@@ -420,7 +310,7 @@ static void b3_full_pool(void)
 		pmidx_free(&pool->alloc, filler[nf]);
 	free(filler);
 	for (i = 0; i < n / 2; i++)	/* the space is usable again */
-		UT_EQ(put(idx, i, 1), 0);
+		UT_EQ(ekv_put(idx, i, 1), 0);
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, n / 2);
 	pmidx_pool_close(pool);
@@ -443,7 +333,7 @@ static void b3_crash_counts(void)
 
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (i = 0; i < n; i++)
-		UT_EQ(put(idx, i, i), 0);	/* blobs among keys and values */
+		UT_EQ(ekv_put(idx, i, i), 0);	/* blobs among keys and values */
 	UT_EQ(ix_stat(idx, PMIDX_STAT_KEYS), n);
 	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
 	crash = ut_img_dup(img, 64ULL << 20);
@@ -455,8 +345,8 @@ static void b3_crash_counts(void)
 	UT_ASSERT(ri && ri->opened);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), ~0ULL);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_PM_BYTES), ~0ULL);
-	UT_EQ(del(ri, 0), 0);
-	UT_EQ(put(ri, n, n), 0);
+	UT_EQ(ekv_del(ri, 0), 0);
+	UT_EQ(ekv_put(ri, n, n), 0);
 	/* a clean detach now: nothing to save, still unknown after it */
 	pmidx_pool_close(rec);
 	rec = ut_pool_open(crash, 64ULL << 20);
@@ -469,7 +359,7 @@ static void b3_crash_counts(void)
 	ut_note("b3: PM_BYTES %llu before the crash, %llu counted by CHECK after it (1 key more, 1 less)",
 		(unsigned long long)bytes,
 		(unsigned long long)ix_stat(ri, PMIDX_STAT_PM_BYTES));
-	UT_EQ(del(ri, 1), 0);
+	UT_EQ(ekv_del(ri, 1), 0);
 	UT_EQ(ri->ops->check(ri, &keys, &why), 0);
 	UT_EQ(keys, n - 1);
 	pmidx_pool_close(rec);
@@ -498,7 +388,7 @@ static void b3_traced_refused(void)
 	u64 eoff;
 
 	UT_EQ(pmidx_index_create(pool, "old", PMIDX_ENGINE_B3, &idx, &why), 0);
-	UT_EQ(put(idx, 1, 1), 0);
+	UT_EQ(ekv_put(idx, 1, 1), 0);
 	eoff = (u8 *)&pool->itable[idx->id % PMIDX_MAX_INDEXES] - (u8 *)pool->pm.base;
 	pmidx_pool_close(pool);
 	e = (struct pmidx_index_entry *)((u8 *)img + eoff);
@@ -591,7 +481,7 @@ static void b3_left_missing(void)
 
 	UT_EQ(pmidx_index_create(pool, "h2", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_EQ(top->level, 1);
@@ -645,7 +535,7 @@ static void b3_dead_leaf(void)
 
 	UT_EQ(pmidx_index_create(pool, "m1", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
@@ -659,9 +549,9 @@ static void b3_dead_leaf(void)
 	UT_EQ(idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0), -EUCLEAN);
 	UT_EQ(idx->ops->del(idx, k, 6), -EUCLEAN);
 	for (n = 0; n < 600; n++)	/* readers take no lock */
-		UT_EQ(get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
-	UT_EQ(put(idx, 0, 1), 0);	/* the first leaf is fine */
-	UT_EQ(get_is(idx, 0, 1), 0);
+		UT_EQ(ekv_get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	UT_EQ(ekv_put(idx, 0, 1), 0);	/* the first leaf is fine */
+	UT_EQ(ekv_get_is(idx, 0, 1), 0);
 	pmidx_pool_close(pool);
 	ut_img_free(img, 64ULL << 20);
 }
@@ -794,7 +684,7 @@ static void b3_commit_bits(void)
 
 	UT_EQ(pmidx_index_create(pool, "b", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 300; n++)
-		UT_EQ(put(idx, n, n), 0);	/* blobs among keys and values */
+		UT_EQ(ekv_put(idx, n, n), 0);	/* blobs among keys and values */
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(b3_walk(idx->priv, &w), 0);
 	obj[0] = le64_to_cpu(((struct b3 *)idx->priv)->root->top);
@@ -869,17 +759,10 @@ static void b3_dup_key(void)
 #define TKEYS	4000
 #define TROUNDS	6000
 
-struct targ {
-	struct pmidx_index	*idx;
-	unsigned int		id;
-	_Atomic int		*stop;
-	unsigned long		errors;
-};
-
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	struct rnd_state rs;
 	u8 k[256], v[300];
 	unsigned int r;
@@ -887,7 +770,7 @@ static void *writer(void *p)
 	prandom_seed_state(&rs, ut_seed + a->id);
 	for (r = 0; r < TROUNDS; r++) {
 		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
-		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
+		u32 kl = ekv_key(n, k), vl = prandom_u32_state(&rs) % 300;
 
 		memset(v, r, vl);
 		if (prandom_u32_state(&rs) % 3)
@@ -898,66 +781,26 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void *reader(void *p)
-{
-	struct targ *a = p;
-	u8 k[256], v[300];
-	u64 n = a->id;
-
-	while (!*a->stop) {
-		u32 kl, vl = sizeof(v);
-		u8 want[16];
-
-		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = key_of(n, k);
-		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
-			a->errors++;
-			continue;
-		}
-		memcpy(want, &n, 8);
-		a->errors += !!memcmp(v, want, 8);
-	}
-	return NULL;
-}
-
-static void *scanner(void *p)
-{
-	struct targ *a = p;
-
-	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
-
-		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
-						 &c.sink);
-		a->errors += c.bad || c.n < TKEYS / 2;
-	}
-	return NULL;
-}
-
 static void b3_threads(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, keys;
+	u64 keys;
 	int i;
 
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
-	for (n = 0; n < TKEYS; n += 2) {
-		u8 k[256];
-		u32 kl = key_of(n, k);
-
-		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
-	}
+	ekv_put_stable(idx, TKEYS);
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
+					       .keys = TKEYS, .stop = &stop };
 		UT_EQ(pthread_create(&th[i], NULL,
-				     i < 3 ? writer : i < 5 ? reader : scanner,
-				     &args[i]), 0);
+				     i < 3 ? writer : i < 5 ? ekv_stable_reader :
+				     ekv_stable_scanner, &args[i]), 0);
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
@@ -985,7 +828,7 @@ static void b3_threads(void)
 
 static void *wave_writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[24];
 	unsigned int r;
 	u64 i, n;
@@ -996,14 +839,14 @@ static void *wave_writer(void *p)
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
 			memset(v, r + n, sizeof(v));
-			a->errors += !!a->idx->ops->put(a->idx, k, key_of(n, k),
+			a->errors += !!a->idx->ops->put(a->idx, k, ekv_key(n, k),
 							v, 8 + n % 16, 0);
 		}
 		for (i = 0; i < MKEYS; i++) {
 			n = (i * 104729) % MKEYS;
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
-			a->errors += !!a->idx->ops->del(a->idx, k, key_of(n, k));
+			a->errors += !!a->idx->ops->del(a->idx, k, ekv_key(n, k));
 		}
 	}
 	return NULL;
@@ -1011,7 +854,7 @@ static void *wave_writer(void *p)
 
 static void *wave_reader(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[32];
 	u64 n = a->id * 8;
 
@@ -1019,7 +862,7 @@ static void *wave_reader(void *p)
 		u32 kl, vl = sizeof(v);
 
 		n = (n + 8 * 7919) % MKEYS & ~7ULL;
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8 ||
 		    memcmp(v, &n, 8))
 			a->errors++;
@@ -1029,10 +872,10 @@ static void *wave_reader(void *p)
 
 static void *wave_scanner(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 
 	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
 
 		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
 						 &c.sink);
@@ -1051,7 +894,7 @@ static void b3_threads_merge(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool;
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
@@ -1066,11 +909,11 @@ static void b3_threads_merge(void)
 	for (n = 0; n < MKEYS; n += 8) {
 		u8 k[256];
 
-		UT_EQ(idx->ops->put(idx, k, key_of(n, k), (u8 *)&n, 8, 0), 0);
+		UT_EQ(idx->ops->put(idx, k, ekv_key(n, k), (u8 *)&n, 8, 0), 0);
 	}
 	b3_test_store_hook = store_yield;
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i, .stop = &stop };
 		if (i >= 3)
 			args[i].id = i - 3;
 		UT_EQ(pthread_create(&th[i], NULL,
@@ -1133,7 +976,7 @@ static void *straddle_writer(void *p)
 	prandom_seed_state(&rs, ut_seed + 17 * a->id);
 	while (!*a->stop) {
 		u64 n = prandom_u32_state(&rs) % SKEYS;
-		u32 kl = key_of(n, k), vl = lens[prandom_u32_state(&rs) % 7];
+		u32 kl = ekv_key(n, k), vl = lens[prandom_u32_state(&rs) % 7];
 		int ret;
 
 		memset(v, a->ops, vl);
@@ -1166,7 +1009,7 @@ static void b3_counts_straddle(void)
 		rounds = strtoul(e, NULL, 0);
 	UT_EQ(pmidx_index_create(pool, "s", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < SKEYS; n += 2)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	crash = ut_img_dup(img, sz);
 	pmidx_pool_close(pool);
 	copy = ut_img_alloc(sz);
@@ -1238,9 +1081,9 @@ static void smos_add(struct pmidx_index *idx)
 
 /*
  * The value id the workload puts for @v: every 30th a 64 KiB value
- * (val_of(), the allocator's 128 KiB class: two to a chunk, so chunks
+ * (ekv_val(), the allocator's 128 KiB class: two to a chunk, so chunks
  * of it are emptied and reused soonest; committed-mode review T3), the
- * other ids that val_of() would make 64 KiB one below (8 bytes).
+ * other ids that ekv_val() would make 64 KiB one below (8 bytes).
  */
 static u64 wl_val(u64 v)
 {
@@ -1273,15 +1116,15 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 		/* inserts first (splits), then mostly deletes (merges) */
 		bool d = prandom_u32_state(&rs) % 8 < (i < a->ops / 2 ? 1 : 6);
 		u64 n = prandom_u32_state(&rs) % CKEYS, v = prandom_u32_state(&rs) % 1000;
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		op = crashsim_op_begin(cs, d ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
 				       "kv", k, kl, v);
-		ret = d ? del(idx, n) : put(idx, n, wl_val(v));
+		ret = d ? ekv_del(idx, n) : ekv_put(idx, n, wl_val(v));
 		if (ret && !(d && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
-		wl_big += !d && val_of(wl_val(v), vbuf) == 65536;
+		wl_big += !d && ekv_val(wl_val(v), cvbuf) == 65536;
 		wl_height = max(wl_height, height(idx));
 		if (i == a->ops / 3) {		/* detach and attach */
 			smos_add(idx);
@@ -1296,12 +1139,12 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 	}
 	for (i = 0; a->drain && i < CKEYS; i++) {
 		u64 n = (i * 97) % CKEYS;	/* scattered over the leaves */
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		if (!(n % 16))
 			continue;
 		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "kv", k, kl, 0);
-		ret = del(idx, n);
+		ret = ekv_del(idx, n);
 		if (ret && ret != -ENOENT)
 			return ret;
 		crashsim_op_ack(cs, op);
@@ -1322,7 +1165,7 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
  * H1 (docs/reviews/b3-review.md): a crash inside an SMO can leave a child
  * word W naming l, the left neighbour of the page of W's range, while l
  * keeps its own word. An SMO that later retires l must not leave W naming
- * it. So at such an image: fill l's range (keys of length 6, which key_of()
+ * it. So at such an image: fill l's range (keys of length 6, which ekv_key()
  * never makes) until l is defragmented or split, touch nothing in W's
  * range, then read everything, CHECK, and crash once more.
  */
@@ -1446,10 +1289,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 
 	for (n = 0; n < CKEYS; n++) {
 		u8 k[256];
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, k, kl, cgbuf, &gl);
 		v = 0;
 		if (ret && ret != -ENOENT) {
 			crashsim_fail(cs, "%s: key %llu: get %d", when,
@@ -1459,9 +1302,9 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		crashsim_expect(cs, k, kl, &e);
 		for (x = 0; !ret && x < e.n; x++) {
 			u64 w = wl_val(e.value[x]);
-			u32 vl = val_of(w, cbuf);
+			u32 vl = ekv_val(w, cvbuf);
 
-			if (e.present[x] && gl == vl && !memcmp(gbuf, cbuf, vl))
+			if (e.present[x] && gl == vl && !memcmp(cgbuf, cvbuf, vl))
 				v = e.value[x];
 		}
 		if (!crashsim_expect_ok(&e, !ret, v))
@@ -1472,10 +1315,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		live += !ret;
 	}
 	for (x = 0; x < xk.n; x++) {
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, xk.key[x], 6, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, xk.key[x], 6, cgbuf, &gl);
 		v = x;
-		if (ret || gl != 8 || memcmp(gbuf, &v, 8))
+		if (ret || gl != 8 || memcmp(cgbuf, &v, 8))
 			crashsim_fail(cs, "%s: extra key %u: get %d", when, x, ret);
 		live++;
 	}
@@ -1484,7 +1327,7 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 	else if (keys != live)
 		crashsim_fail(cs, "%s: check counts %llu keys, get %llu", when,
 			      (unsigned long long)keys, (unsigned long long)live);
-	if (scan_all(idx, 0) != live)
+	if (ekv_scan_all(idx, 0) != live)
 		crashsim_fail(cs, "%s: scan disagrees with get", when);
 }
 
@@ -1554,10 +1397,10 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		/* a writer over the whole key space meets any leftover */
 		for (n = 0; n < CKEYS; n += 7) {
 			u8 k[256];
-			u32 kl = key_of(n, k), gl = sizeof(gbuf);
+			u32 kl = ekv_key(n, k), gl = sizeof(cgbuf);
 
-			if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
-			    idx->ops->put(idx, k, kl, gbuf, gl, 0))
+			if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
+			    idx->ops->put(idx, k, kl, cgbuf, gl, 0))
 				crashsim_fail(cs, "rewrite of key %llu failed",
 					      (unsigned long long)n);
 		}
@@ -1582,20 +1425,12 @@ static void run(const char *name, unsigned int ops, bool all, bool drop,
 	};
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
-		.samples = samples, .only_point = -1,
+		.samples = samples,
 		.exhaustive_max = all && !getenv("PMIDX_CRASH_SAMPLES") ? 1U << 30 : samples,
-		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	xk.set = false;
 	xk.n = 0;
 	b3_test_slots = slots ?: B3_SLOTS;
@@ -1617,12 +1452,7 @@ static void run(const char *name, unsigned int ops, bool all, bool drop,
 	UT_ASSERT(wl_big > 0);
 	repaired = 0;
 	provoked = 0;
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 static void b3_crash_smo(void)
@@ -1719,11 +1549,11 @@ static void *tw_run(void *p)
 		n = tw_op(a->id, j, &del, &id);
 		a->started = j + 1;
 		if (del) {
-			ret = a->idx->ops->del(a->idx, k, key_of(n, k));
+			ret = a->idx->ops->del(a->idx, k, ekv_key(n, k));
 			a->errors += ret && ret != -ENOENT;
 		} else {
-			ret = a->idx->ops->put(a->idx, k, key_of(n, k), v,
-					       val_of(id, v), 0);
+			ret = a->idx->ops->put(a->idx, k, ekv_key(n, k), v,
+					       ekv_val(id, v), 0);
 			a->errors += !!ret;
 		}
 		a->done = j + 1;
@@ -1791,8 +1621,8 @@ static s64 tw_verify(struct pmidx_index *idx, const u64 *want, const u64 *alt,
 	u64 n;
 
 	for (n = 0; n < TW * TWKEYS; n++) {
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, k, key_of(n, k), gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, k, ekv_key(n, k), cgbuf, &gl);
 		if (!TW_CHECK(!ret || ret == -ENOENT, "%s: key %llu: get %d",
 			      when, (unsigned long long)n, ret))
 			return -1;
@@ -1803,11 +1633,11 @@ static s64 tw_verify(struct pmidx_index *idx, const u64 *want, const u64 *alt,
 			continue;
 		}
 		live++;
-		vl = want[n] ? val_of(want[n] - 1, cbuf) : ~0U;
-		if (vl == gl && !memcmp(gbuf, cbuf, gl))
+		vl = want[n] ? ekv_val(want[n] - 1, cvbuf) : ~0U;
+		if (vl == gl && !memcmp(cgbuf, cvbuf, gl))
 			continue;
-		vl = alt[n] && ~alt[n] ? val_of(alt[n] - 1, cbuf) : ~0U;
-		if (!TW_CHECK(vl == gl && !memcmp(gbuf, cbuf, gl),
+		vl = alt[n] && ~alt[n] ? ekv_val(alt[n] - 1, cvbuf) : ~0U;
+		if (!TW_CHECK(vl == gl && !memcmp(cgbuf, cvbuf, gl),
 			      "%s: key %llu: a value never acknowledged nor in flight",
 			      when, (unsigned long long)n))
 			return -1;
@@ -1854,10 +1684,10 @@ static bool tw_image(void *img, u64 sz, unsigned int i, const u64 *want,
 		      (unsigned long long)keys, (long long)live))
 		goto out;
 	for (n = 0; n < TW * TWKEYS; n += 7) {
-		u32 gl = sizeof(gbuf), kl = key_of(n, k);
+		u32 gl = sizeof(cgbuf), kl = ekv_key(n, k);
 
-		if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
-		    !TW_CHECK(!idx->ops->put(idx, k, kl, gbuf, gl, 0),
+		if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
+		    !TW_CHECK(!idx->ops->put(idx, k, kl, cgbuf, gl, 0),
 			      "image %u: rewrite of key %llu", i,
 			      (unsigned long long)n))
 			goto out;
@@ -1899,7 +1729,7 @@ static void b3_crash_threads(void)
 	pool = ut_pool_new(img, sz);
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < TW * TWKEYS; n++)
-		UT_EQ(put(idx, (n * 7919) % (TW * TWKEYS),
+		UT_EQ(ekv_put(idx, (n * 7919) % (TW * TWKEYS),
 			  tw_first((n * 7919) % (TW * TWKEYS))), 0);
 	ioff = (u8 *)pool->alloc.intents - (u8 *)pool->pm.base;
 	sigemptyset(&sa.sa_mask);
@@ -1999,5 +1829,6 @@ int main(int argc, char **argv)
 		return 2;
 	/* every crash attach: the allocator's recovery against a full trace */
 	pmidx_recovery_verify = true;
+	ekv_use(&kv);
 	return ut_main(argc, argv, "b3-crash", tests, ARRAY_SIZE(tests));
 }

@@ -564,33 +564,6 @@ struct wl_arg {
 	u32	keys;
 };
 
-static int op_create(struct crashsim *cs, struct pmidx_pool *pool,
-		     const char *name, u32 engine)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
-					    strlen(name), engine);
-	struct pmidx_index *idx;
-	const char *why = NULL;
-	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
-static int op_drop(struct crashsim *cs, struct pmidx_pool *pool,
-		   const char *name)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
-					    strlen(name), 0);
-	const char *why = NULL;
-	int ret = pmidx_index_drop(pool, name, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
 /* model key "NAME/kK" */
 static int op_put(struct crashsim *cs, struct pmidx_pool *pool,
 		  const char *name, u32 k, u32 ver)
@@ -712,20 +685,20 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 	pool = op_open(img, size);
 	if (!pool)
 		return -EIO;
-	ret = op_create(cs, pool, "c", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "c", TOY_COMMITTED_ID);
 	if (!ret && a->mix)
-		ret = op_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
-		      op_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
-		      op_create(cs, pool, "t", TOY_TRACED_ID);
+		ret = crashsim_index_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
+		      crashsim_index_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
+		      crashsim_index_create(cs, pool, "t", TOY_TRACED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? mixed : cm, a->mix ? 4 : 1,
 			       a->keys, steps);
 	if (!ret) {
-		ret = op_drop(cs, pool, "c");
+		ret = crashsim_index_drop(cs, pool, "c");
 		forget_keys(cs, "c", a->keys);
 	}
 	if (!ret)
-		ret = op_create(cs, pool, "d", TOY_COMMITTED_ID);
+		ret = crashsim_index_create(cs, pool, "d", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, dm, 1, a->keys, steps / 2);
 	if (ret) {
@@ -741,12 +714,12 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 		return -EIO;
 	crashsim_op_ack(cs, op);
 	forget_keys(cs, "d", a->keys);
-	ret = op_create(cs, pool, "e", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "e", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? after : em, a->mix ? 4 : 1,
 			       a->keys, steps / 2);
 	if (!ret && a->mix)
-		ret = op_drop(cs, pool, "t");
+		ret = crashsim_index_drop(cs, pool, "t");
 	pmidx_pool_close(pool);
 	return ret;
 }
@@ -838,31 +811,18 @@ static void run(const char *name, bool mix, bool at_flushes, u32 keys,
 	};
 	struct crashsim_config cfg = {
 		.seed = ut_seed, .variants = 2, .samples = samples,
-		.exhaustive_max = samples, .only_point = -1, .only_variant = -1,
-		.at_flushes = at_flushes,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.exhaustive_max = samples, .at_flushes = at_flushes,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	toy_engines_register(true);
 	pmidx_recovery_verify = true;
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	pmidx_recovery_verify = false;
 	toy_engines_register(false);
 	crashsim_print_result(name, &cfg, &res);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end, "%llu lines never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 /* committed toy only, every fence and flush a crash point */

@@ -35,13 +35,6 @@
 #define INDEX_NAME	"t"
 #define SLOTS		118	/* nodes per 4 KiB page (b3/format.h) */
 
-static uint64_t test_seed(void)
-{
-	const char *s = getenv("PMIDX_SEED");
-
-	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
-}
-
 static void key_be(uint64_t v, uint8_t k[8])
 {
 	int i;

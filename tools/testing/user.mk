@@ -97,7 +97,7 @@ USER_SHIM_SRC	:= $(wildcard tools/testing/shim/*.c)
 USER_TOOL_SRC	:= tools/testing/pool_file.c tools/testing/crashsim.c \
 		   tools/testing/crashsim-model.c \
 		   tools/testing/xpline.c selftests/user/harness.c \
-		   selftests/user/toy-engine.c
+		   selftests/user/toy-engine.c selftests/user/engine-kv.c
 USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 		   tools/testing/null-engine.c
