@@ -221,10 +221,11 @@ static int lodge_occ_visit(struct lodge *t, struct lodge_lin *x, void *ctx)
  * Where lodge's flushes go (xpline_config.classify): by the allocator
  * object the flushed range lies in (its size class says leaf, log or
  * directory; a blob has its header's length check) and, for a leaf, by
- * the part: a whole new leaf (written from its header on, longer than
- * the header) starts a split, which lasts until the split leaf's commit
- * line; else slot lines are a merge's data and the header its commit (a
- * direct delete and an unlink write the header alone: none here).
+ * whether the index names it yet: a leaf the DRAM index does not name at
+ * its fence is a split's new leaf, and the split lasts until the commit
+ * line of a leaf it names (the split leaf's). Else slot lines are a
+ * merge's data and the header its commit (a direct delete and an unlink
+ * write the header alone: none here).
  */
 enum {
 	SRC_LOGREC, SRC_LOGMETA, SRC_MERGE_DATA, SRC_MERGE_COMMIT, SRC_SPLIT,
@@ -239,6 +240,19 @@ struct lodge_src_ctx {
 	struct pmidx_index	*idx;
 	bool			in_split;
 };
+
+/* Does the DRAM index name leaf @off (at its fence)? */
+static bool lodge_named(struct lodge *t, u64 off)
+{
+	struct lodge_leaf *l = lodge_leaf_ptr(t, off);
+	struct lodge_lin *x;
+	const u8 *k;
+	u32 len;
+
+	k = lodge_leaf_fence(t, l, &len);
+	x = lodge_find(t, k, len);
+	return x->slot[lodge_lin_leaf(x, k, len)].w == off;
+}
 
 static unsigned int lodge_src(void *priv, u64 off, size_t len)
 {
@@ -272,9 +286,9 @@ static unsigned int lodge_src(void *priv, u64 off, size_t len)
 		return SRC_LOGMETA;
 	if (sz == t->log_size)
 		return in < LODGE_LOG_HDR ? SRC_LOGMETA : SRC_LOGREC;
-	if (sz != t->leaf_size)
+	if (sz != t->leaf_size || !t->top)
 		return SRC_OTHER;
-	if (!in && len > LODGE_LEAF_HDR) {
+	if (!lodge_named(t, obj)) {
 		cx->in_split = true;
 		return SRC_SPLIT;
 	}
