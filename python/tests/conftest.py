@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import pmidx
+from nobody import open_as_nobody  # noqa: F401 (the tests import it from here)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # every engine the userspace build serves (pfart: -EOPNOTSUPP)
@@ -97,24 +98,6 @@ def idx(pool, engine):
     with pool.index(engine) as i:
         yield i
 
-
-def open_as_nobody(path):
-    """pmidx.open(@path) as uid/gid 65534 in a forked child (tests of
-    EACCES as root): 7 for PermissionDeniedError, 1 otherwise."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            pmidx.open(path)
-        except pmidx.PermissionDeniedError:
-            code = 7
-        except BaseException as e:
-            print("as uid 65534: %r" % (e,), flush=True)
-        os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 def pytest_report_header(config):
     return "pmidx %s from %s (EMBEDDED=%s), pmidx-poolfile: %s" % (

@@ -22,6 +22,10 @@ import traceback
 
 import pmidx
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "../../python/tests"))
+from nobody import open_as_nobody  # noqa: E402
+
 CTL = "build/bin/pmidxctl"
 DEV = "/dev/pmidx0"
 PMEM = "/dev/pmem0"
@@ -205,26 +209,8 @@ def device_errors():
         ok(raises(pmidx.NotFoundError, pool.index, "nosuch"),
            "no such index: NotFoundError")
     os.chmod(DEV, 0o600)
-    ok(as_nobody(DEV) == 7, "uid 65534 without access: PermissionDeniedError")
+    ok(open_as_nobody(DEV) == 7, "uid 65534 without access: PermissionDeniedError")
 
-
-def as_nobody(path):
-    """Open @path as uid/gid 65534 in a forked child (the binding is
-    already loaded): 7 for PermissionDeniedError."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            pmidx.open(path)
-        except pmidx.PermissionDeniedError:
-            code = 7
-        except BaseException as e:
-            print("# as uid 65534: %r" % (e,), flush=True)
-        os._exit(code)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 def main():
     print("TAP version 13")
