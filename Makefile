@@ -9,13 +9,11 @@
 #   make deb          Debian packages in build/deb (packaging/packaging.mk)
 #   make dkms-install the module through DKMS (as root; dkms-remove undoes it)
 #
-# CONFIG_PMIDX_B3=y (make all CONFIG_PMIDX_B3=y, make check
-# CONFIG_PMIDX_B3=y) builds every pmidx.ko with the b3 engine served
-# (kmod/core/engine.c): the Debian-kernel module, the test module and the
-# debug tier's (make exports the variable to tools/run-suites, whose
-# tools/debug-kernel runs kbuild, and tools/demo make all, with it in the
-# environment: run tools/run-suites by hand as CONFIG_PMIDX_B3=y
-# tools/run-suites ...). Without it the suites skip b3.
+# CONFIG_PMIDX_LODGE=y (make all CONFIG_PMIDX_LODGE=y) builds every
+# pmidx.ko with the lodge engine served (kmod/core/engine.c): the
+# Debian-kernel module, the test module and the debug tier's (make
+# exports the variable to tools/run-suites, whose tools/debug-kernel runs
+# kbuild, and tools/demo make all, with it in the environment).
 #
 # Out-of-tree kbuild runs in this directory (Kbuild); everything else
 # goes to build/.
@@ -45,11 +43,12 @@ SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
 	compat-check checkpatch clean demo install crash-long test-module
-all: module test-module libpmidx tools selftests user-tools
+all: module test-module libpmidx tools selftests user-tools python-ext
 
 include libpmidx/libpmidx.mk
 include tools/testing/user.mk
 include libpmidx/embedded.mk
+include python/python.mk
 include packaging/packaging.mk
 
 install: install-libpmidx install-tools install-man install-completion \
@@ -68,7 +67,7 @@ module:
 TEST_KO := $(B)/test-module/pmidx.ko
 # the module options it was built with: a change rebuilds it
 TEST_KO_CFG := $(B)/test-module.config
-TEST_KO_OPTS := CONFIG_PMIDX_B3=$(CONFIG_PMIDX_B3)
+TEST_KO_OPTS := CONFIG_PMIDX_LODGE=$(CONFIG_PMIDX_LODGE)
 $(TEST_KO_CFG): FORCE
 	@mkdir -p $(@D)
 	@[ "$$(cat $@ 2>/dev/null)" = "$(TEST_KO_OPTS)" ] || echo "$(TEST_KO_OPTS)" > $@
@@ -144,7 +143,8 @@ demo: deps
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean || true
-	rm -rf $(B)
+	rm -rf $(B) python/build python/pmidx.egg-info
+	rm -f python/pmidx/_pmidx.*.so
 
 # Debug tier (README.md, "Debug kernel"): a guest kernel with KASAN,
 # lockdep, kmemleak, debug objects, built from Debian's linux-source-6.1 and

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /dev/pmidxN: one misc char device per attached pool. An open handle
- * pins the pool: detach and drop-index fail with -EBUSY until every
- * handle is closed. The data path is one ioctl, PMIDX_IOC_CMD, carrying a
- * struct pmidx_cmd (core/dispatch.c does the rest).
+ * pins the pool: detach fails with -EBUSY until every handle is closed.
+ * It does not pin indexes: drop-index proceeds, and the dropped id then
+ * answers -ENXIO (uapi). The data path is one ioctl, PMIDX_IOC_CMD,
+ * carrying a struct pmidx_cmd (core/dispatch.c does the rest).
  */
 #include <linux/fs.h>
 #include <linux/miscdevice.h>

@@ -55,6 +55,7 @@
  */
 #include <linux/bitmap.h>
 #include <linux/bitops.h>
+#include <linux/cpumask.h>
 #include <linux/errno.h>
 #include <linux/log2.h>
 #include <linux/sched.h>
@@ -463,6 +464,60 @@ bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off)
 
 	c = object_chunk(a, off, &slot);
 	return c && type_committed(c->type);
+}
+
+/**
+ * pmidx_alloc_media_committed - is @off a committed-mode object whose
+ *                               commit bit is set on media?
+ *
+ * For checkers (committed-mode review L2): with the owner's link stores
+ * stopped, every object it reaches must be committed.
+ */
+bool pmidx_alloc_media_committed(struct pmidx_alloc *a, u64 off)
+{
+	struct pmidx_chunk *c;
+	u32 slot;
+	u64 w;
+
+	c = object_chunk(a, off, &slot);
+	if (!c || !type_committed(c->type))
+		return false;
+	/* media_bit() changes the word under the chunk lock */
+	spin_lock(&c->lock);
+	w = le64_to_cpu(READ_ONCE(a->hdrs[c - a->chunks].bitmap[slot / 64]));
+	spin_unlock(&c->lock);
+	return w & BIT_ULL(slot % 64);
+}
+
+/**
+ * pmidx_alloc_media_count - the commit bits set on media, pool-wide
+ *
+ * Context: process context (sleeps between chunks).
+ */
+u64 pmidx_alloc_media_count(struct pmidx_alloc *a)
+{
+	u64 n = 0, w;
+	u32 i, k, slots;
+
+	for (i = 0; i < a->nr_chunks; i++) {
+		struct pmidx_chunk *c = &a->chunks[i];
+
+		spin_lock(&c->lock);
+		if (type_committed(c->type)) {
+			slots = c->type == PMIDX_CHUNK_RUN_C ? 1 :
+				class_slots(c->class);
+			for (k = 0; k < DIV_ROUND_UP(slots, 64); k++) {
+				w = le64_to_cpu(READ_ONCE(a->hdrs[i].bitmap[k]));
+				if (slots - k * 64 < 64)
+					w &= BIT_ULL(slots - k * 64) - 1;
+				n += hweight64(w);
+			}
+		}
+		spin_unlock(&c->lock);
+		if (!(i & 1023))
+			cond_resched();
+	}
+	return n;
 }
 
 /**
@@ -1342,9 +1397,31 @@ int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn)
 		__set_bit(slot, a->intent_map);
 		a->intent_hint = slot + 1;
 		txn->slot = slot;
+		a->intent_peak = max(a->intent_peak, ++a->intent_used);
 	}
 	spin_unlock(&a->intent_lock);
 	return txn->slot < 0 ? -EBUSY : 0;
+}
+
+#ifdef PMIDX_TEST_ENGINES
+unsigned int pmidx_test_nr_cpus;
+#endif
+
+/**
+ * pmidx_txn_cpus_ok - do the intent records cover this machine's CPUs?
+ *
+ * See alloc.h, "Records in flight": false above PMIDX_TXN_CPUS_MAX, where
+ * committed mode is refused.
+ */
+bool pmidx_txn_cpus_ok(void)
+{
+	unsigned int cpus = nr_cpu_ids;
+
+#ifdef PMIDX_TEST_ENGINES
+	if (pmidx_test_nr_cpus)
+		cpus = pmidx_test_nr_cpus;
+#endif
+	return cpus <= PMIDX_TXN_CPUS_MAX;
 }
 
 /**
@@ -1360,6 +1437,7 @@ void pmidx_txn_cancel(struct pmidx_alloc *a, struct pmidx_txn *txn)
 		return;
 	spin_lock(&a->intent_lock);
 	__clear_bit(txn->slot, a->intent_map);
+	a->intent_used--;
 	spin_unlock(&a->intent_lock);
 	txn->slot = -1;
 }
@@ -1439,6 +1517,7 @@ void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn)
 	pmidx_store64_persist(a->pm, &a->intents[txn->slot].hdr, 0);
 	spin_lock(&a->intent_lock);
 	__clear_bit(txn->slot, a->intent_map);
+	a->intent_used--;
 	spin_unlock(&a->intent_lock);
 	txn->slot = -1;
 }

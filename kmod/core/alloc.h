@@ -176,6 +176,9 @@ struct pmidx_alloc_stats {
  * @intent_lock: protects @intent_map
  * @intent_map: records in use
  * @intent_hint: where the next record search starts
+ * @intent_used: records in use now
+ * @intent_peak: most records in use at once since attach (the bound of
+ *              "Records in flight" below, checked by the tests)
  * @snap:       committed-mode state saved for pmidx_alloc_verify_end()
  */
 struct pmidx_alloc {
@@ -205,6 +208,8 @@ struct pmidx_alloc {
 	spinlock_t			intent_lock;
 	unsigned long			*intent_map;
 	u32				intent_hint;
+	u32				intent_used;
+	u32				intent_peak;
 	unsigned long			*snap;
 };
 
@@ -226,19 +231,43 @@ void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);
 u64 pmidx_alloc(struct pmidx_alloc *a, size_t size);
 u64 pmidx_alloc_committed(struct pmidx_alloc *a, size_t size);
 bool pmidx_alloc_is_committed(struct pmidx_alloc *a, u64 off);
+bool pmidx_alloc_media_committed(struct pmidx_alloc *a, u64 off);
+u64 pmidx_alloc_media_count(struct pmidx_alloc *a);
 int pmidx_alloc_intents_enable(struct pmidx_alloc *a);
 
 /*
- * pmidx_txn_begin() fails with -EBUSY only when PMIDX_NR_INTENTS link
- * stores are in flight at once. An engine arms at most one txn per CPU
- * (under a leaf lock, preemption off), so with fewer CPUs than records
- * it cannot happen; when it does, a bug is leaking records. The engine
- * must not wait for a record there (it holds a spinlock): it does
+ * Records in flight. An engine holds a record from pmidx_txn_begin() to
+ * pmidx_txn_end() or pmidx_txn_cancel() inside one section with
+ * preemption off (an epoch section), so a CPU holds only the records of
+ * the one section it runs:
+ *  - one in a data operation (b3: a leaf's link store);
+ *  - up to PMIDX_TXN_SMO_MAX in a structure modification, which takes
+ *    every record it needs before its first store, so that none fails
+ *    halfway (b3: a split holds two, a redistribution three); an index
+ *    runs one at a time (b3: t->smo).
+ * So at most nr_cpu_ids + (PMIDX_TXN_SMO_MAX - 1) * PMIDX_MAX_INDEXES
+ * records are held at once. The intent chunk holds PMIDX_NR_INTENTS
+ * (one chunk is the format: a module that finds two refuses the pool),
+ * enough for PMIDX_TXN_CPUS_MAX CPUs. Above that, committed mode is
+ * refused (pmidx_txn_cpus_ok()): attaching a pool that has a committed
+ * index (pool.c check_mode(), before the attach writes anything), and
+ * creating one.
+ *
+ * So pmidx_txn_begin() fails with -EBUSY only when a bug leaks records.
+ * The engine must not wait for a record there (it holds a spinlock): it
+ * does
  *	if (WARN_ON_ONCE(pmidx_txn_begin(a, &txn)))
  *		goto unwind;	(free its pending objects with pmidx_free())
  * and fails the operation with -EBUSY before any store, so nothing
  * reached media and the index is unchanged.
  */
+#define PMIDX_TXN_SMO_MAX	3
+#define PMIDX_TXN_CPUS_MAX	(PMIDX_NR_INTENTS - \
+				 (PMIDX_TXN_SMO_MAX - 1) * PMIDX_MAX_INDEXES)
+#ifdef PMIDX_TEST_ENGINES
+extern unsigned int pmidx_test_nr_cpus;	/* the CPUs it checks, 0: nr_cpu_ids */
+#endif
+bool pmidx_txn_cpus_ok(void);
 int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn);
 void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off);
 void pmidx_txn_free(struct pmidx_txn *txn, u64 off);

@@ -20,14 +20,7 @@ static const char *const engine_names[__PMIDX_ENGINE_MAX] = {
 static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	[PMIDX_ENGINE_CCL]	= &ccl_engine_ops,
 	[PMIDX_ENGINE_UTREE]	= &pmidx_utree_ops,
-#ifdef CONFIG_PMIDX_B3
-	/*
-	 * Under construction (issue 12): crash windows are still open
-	 * (docs/reviews/b3-review.md), so only the userspace build and a
-	 * module built with CONFIG_PMIDX_B3=y serve it.
-	 */
 	[PMIDX_ENGINE_B3]	= &pmidx_b3_ops,
-#endif
 #ifdef CONFIG_PMIDX_LODGE
 	/*
 	 * New (issue 13): served by the userspace build and by a module

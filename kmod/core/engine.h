@@ -21,13 +21,17 @@
  * object but its root with pmidx_alloc_committed() (blobs:
  * pmidx_blob_write_committed()) and makes every store that links or
  * unlinks an object inside a struct pmidx_txn (alloc.c: arm, link store,
- * end). The core does the rest:
+ * end), each held inside one section with preemption off, at most one in
+ * a data operation and PMIDX_TXN_SMO_MAX in a structure modification, of
+ * which an index runs one at a time (alloc.h, "Records in flight"). The
+ * core does the rest:
  *  - index creation enables the pool's intent records and flags the
  *    index committed on media (PMIDX_INDEX_F_COMMITTED) before open();
  *    the engine never calls pmidx_pool_enable_intents() itself (open()
  *    also runs inside a crash attach's trace, where it cannot);
  *  - attach refuses the pool (-EUCLEAN) when a committed index has no
- *    intent chunk or its mode differs from its engine's;
+ *    intent chunk or its mode differs from its engine's, and
+ *    (-EOPNOTSUPP) on more CPUs than the intents cover;
  *  - a crash needs no trace: open() gets !@rc->mark (nothing to trace)
  *    unless @rc->trace, the checker, asks it to mark every object as
  *    above (pool.c compares that trace with what the allocator

@@ -503,6 +503,12 @@ static int index_create(struct pmidx_pool *pool, const char *name, u32 engine,
 		*why = "an interrupted drop-index waits for a module with its engine: committed-mode indexes cannot be created until it is finished";
 		goto out;
 	}
+	if (committed && !pmidx_txn_cpus_ok()) {
+		/* core/alloc.h, "Records in flight" */
+		ret = -EOPNOTSUPP;
+		*why = "committed-mode index on more CPUs than the intent records cover";
+		goto out;
+	}
 	if (committed) {
 		/* before the entry: P3 in docs/reviews/b3-review.md */
 		ret = pmidx_pool_enable_committed(pool, why);
@@ -560,7 +566,8 @@ out:
  *
  * Context: process context, takes pool->lock.
  * Return: 0, -EEXIST, -ENOSPC (table or pool full), -EINVAL,
- * -EOPNOTSUPP for an engine this module does not build, or -EBUSY for a
+ * -EOPNOTSUPP for an engine this module does not build (or a
+ * committed-mode one on more CPUs than the intents cover), or -EBUSY for a
  * committed-mode engine while an interrupted drop waits for a module
  * with its engine (file comment) - nothing is persisted in these cases.
  */
@@ -582,6 +589,37 @@ int pmidx_index_create_id(struct pmidx_pool *pool, const char *name,
 	struct pmidx_index *idx;
 
 	return index_create(pool, name, engine, &idx, id, why);
+}
+
+/**
+ * pmidx_index_commit_bits - the pool's commit bits, when all are @idx's
+ * @bits: the commit bits set on media (pmidx_alloc_media_count())
+ *
+ * For the checker of committed-mode index @idx, its writers frozen: with
+ * no other committed-mode index in the table and no committed drop
+ * (DROPPING) under way, every commit bit on media belongs to one of the
+ * objects @idx reaches. pool->lock keeps both so while the bits are
+ * counted.
+ *
+ * Context: process context, takes pool->lock.
+ * Return: true with *@bits, false when another index may own some.
+ */
+bool pmidx_index_commit_bits(struct pmidx_index *idx, u64 *bits)
+{
+	struct pmidx_pool *pool = idx->pool;
+	struct pmidx_index *o;
+	bool sole = true;
+	u32 i;
+
+	mutex_lock(&pool->lock);
+	for (i = 0; i < PMIDX_MAX_INDEXES && sole; i++) {
+		o = pmidx_index_slot(pool, i);
+		sole = (!o || o == idx || !o->committed) && !pool->dropping[i];
+	}
+	if (sole)
+		*bits = pmidx_alloc_media_count(&pool->alloc);
+	mutex_unlock(&pool->lock);
+	return sole;
 }
 
 /**

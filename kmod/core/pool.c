@@ -30,6 +30,7 @@
  *   3. roots marked, engines opened (traced ones mark);
  *   4. the checker compares (pmidx_recovery_verify), the trace ends.
  */
+#include <linux/cpumask.h>
 #include <linux/errno.h>
 #include <linux/ktime.h>
 #include <linux/printk.h>
@@ -111,9 +112,9 @@ out:
 }
 
 /*
- * A committed-mode index needs its engine in that mode and the intents.
- * Before the attach's first write (mark_in_use()): a refusal changes
- * nothing on media.
+ * A committed-mode index needs its engine in that mode, the intents, and
+ * no more CPUs than the intents cover. Before the attach's first write
+ * (mark_in_use()): a refusal changes nothing on media.
  */
 static int check_mode(struct pmidx_pool *pool, struct pmidx_index *idx,
 		      const char **why)
@@ -131,6 +132,13 @@ static int check_mode(struct pmidx_pool *pool, struct pmidx_index *idx,
 		       idx->name);
 		*why = "committed-mode index without the allocator's intent records";
 		return -EUCLEAN;
+	}
+	/* alloc.h, "Records in flight": no record may run out */
+	if (idx->committed && idx->ops && !pmidx_txn_cpus_ok()) {
+		pr_err("pmidx: index %s: committed mode serves at most %u CPUs (the pool's intent records), this kernel has %u\n",
+		       idx->name, PMIDX_TXN_CPUS_MAX, nr_cpu_ids);
+		*why = "committed-mode index on more CPUs than the intent records cover";
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }

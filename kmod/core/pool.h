@@ -141,6 +141,7 @@ struct pmidx_index *pmidx_index_get_slot(struct pmidx_pool *pool, u32 slot);
 struct pmidx_index *pmidx_index_hold(struct pmidx_pool *pool,
 				     const char *name);
 void pmidx_index_release(struct pmidx_index *idx);
+bool pmidx_index_commit_bits(struct pmidx_index *idx, u64 *bits);
 
 const char *pmidx_engine_name(u32 engine);
 u32 pmidx_engine_by_name(const char *name);

@@ -20,141 +20,33 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <linux/crc32.h>
 #include <linux/prandom.h>
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/b3/b3.h"
 
 #define SZ		(256ULL << 20)
 
-/* key n: 1..255 bytes, unique by its first 3 bytes */
-static u32 key_of(u64 n, u8 *k)
-{
-	static const u8 lens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
-	u32 len = lens[n % sizeof(lens)], i;
+/* key n: 3..255 bytes, unique by its first 3 bytes, ordered by n */
+static const u8 klens[] = { 8, 3, 8, 40, 8, 255, 8, 12, 5, 8, 100 };
+static const u32 vlens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
 
-	k[0] = n >> 16;
-	k[1] = n >> 8;
-	k[2] = n;
-	for (i = 3; i < len; i++)
-		k[i] = (n * 31 + i * 7) & 0xff;
-	if (len < 3)
-		len = 3;
-	return len;
-}
-
-static u32 val_of(u64 id, u8 *v)
-{
-	static const u32 lens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 65536 };
-	u32 len = lens[id % ARRAY_SIZE(lens)], i;
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
-}
-
-static u8 vbuf[65536], gbuf[65536];
-/* the checker's: it runs while the workload is stopped inside a put of vbuf */
-static u8 cbuf[65536];
-
-static int put(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), vl = val_of(v, vbuf);
-
-	return idx->ops->put(idx, k, kl, vbuf, vl, 0);
-}
-
-static int get_is(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), gl = sizeof(gbuf), vl;
-	int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
-
-	if (ret)
-		return ret;
-	vl = val_of(v, vbuf);
-	return gl == vl && !memcmp(gbuf, vbuf, vl) ? 0 : -EBADMSG;
-}
-
-static int del(struct pmidx_index *idx, u64 n)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k);
-
-	return idx->ops->del(idx, k, kl);
-}
-
-struct counter {
-	struct pmidx_scan_sink	sink;
-	u64			n, limit;
-	u8			last[256];
-	u32			last_len;
-	bool			bad;
+static const struct ekv_scheme kv = {
+	EKV_LENS(klens, vlens), .prefix = 3, .scan_piece = 97,
 };
 
-static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	struct counter *c = container_of(sink, struct counter, sink);
-
-	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
-		c->bad = true;
-	memcpy(c->last, key, klen);
-	c->last_len = klen;
-	c->n++;
-	return c->limit && c->n % c->limit == 0;
-}
-
-/* a full scan, in pieces of @limit records resumed after the last key */
-static u64 scan_all(struct pmidx_index *idx, u64 limit)
-{
-	struct counter c = { .sink.emit = count_emit, .limit = limit };
-	u64 before;
-
-	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
-	while (limit && c.n && c.n % limit == 0) {
-		u8 start[256];
-		u32 sl = c.last_len;
-
-		before = c.n;
-		memcpy(start, c.last, sl);
-		UT_EQ(idx->ops->scan(idx, start, sl, true, NULL, 0, &c.sink), 0);
-		if (c.n == before)
-			break;
-	}
-	UT_ASSERT(!c.bad);
-	return c.n;
-}
-
-static void verify(struct pmidx_index *idx, const u64 *state, u64 n,
-		   const char *when)
-{
-	const char *why = NULL;
-	u64 i, live = 0, keys;
-
-	for (i = 0; i < n; i++) {
-		int ret = get_is(idx, i, state[i] ? state[i] - 1 : 0);
-
-		if (state[i])
-			live++;
-		UT_ASSERT_MSG(state[i] ? !ret : ret == -ENOENT,
-			      "%s: key %llu: %d", when, (unsigned long long)i, ret);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "%s: check: %s", when, why);
-	UT_EQ(keys, live);
-	UT_EQ(scan_all(idx, 0), live);
-	UT_EQ(scan_all(idx, 97), live);
-}
+/*
+ * The checker's buffers: it runs while the workload is stopped inside an
+ * ekv_put() of the workload's buffer.
+ */
+static u8 cvbuf[EKV_VMAX], cgbuf[EKV_VMAX];
 
 static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 {
@@ -173,8 +65,40 @@ static struct b3_pcpu b3_sum(struct pmidx_index *idx)
 		s.redists += c->redists;
 		s.inner_merges += c->inner_merges;
 		s.pages += c->pages;
+		s.keys += c->keys;
+		s.blob_bytes += c->blob_bytes;
 	}
 	return s;
+}
+
+/* An index's statistic, or ~0 when the engine left it out. */
+static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
+{
+	struct pmidx_stats st = {};
+
+	pmidx_index_stats(idx, &st);
+	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
+}
+
+/*
+ * Committed-mode review L1: with no writer running, the key, page and
+ * blob-byte counters (and so PM_BYTES) are those of the walk CHECK makes.
+ */
+static void counts_exact(struct pmidx_index *idx, const char *when)
+{
+	struct b3_walk w = { .validate = true };
+	struct b3_pcpu s = b3_sum(idx);
+
+	UT_ASSERT_MSG(!b3_walk(idx->priv, &w), "%s: walk: %s", when, w.why);
+	UT_ASSERT_MSG(s.keys == w.keys && s.pages == w.pages &&
+		      s.blob_bytes == w.blob_bytes,
+		      "%s: counters %lld keys, %lld pages, %lld blob bytes; the walk %llu, %llu, %llu",
+		      when, (long long)s.keys, (long long)s.pages,
+		      (long long)s.blob_bytes, (unsigned long long)w.keys,
+		      (unsigned long long)w.pages,
+		      (unsigned long long)w.blob_bytes);
+	UT_EQ(ix_stat(idx, PMIDX_STAT_PM_BYTES), PMIDX_INDEX_ROOT_SIZE +
+	      w.pages * B3_PAGE_SIZE + w.blob_bytes);
 }
 
 static int height(struct pmidx_index *idx)
@@ -202,28 +126,29 @@ static void b3_structure(void)
 	/* random order, some values of 64 KiB */
 	for (j = 0; j < NBIG; j++) {
 		i = (j * 7919) % NBIG;
-		UT_EQ(put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
+		UT_EQ(ekv_put(idx, i, i % 10 == 9 && i % 70 ? i + 1 : i), 0);
 		state[i] = (i % 10 == 9 && i % 70 ? i + 1 : i) + 1;
 	}
-	verify(idx, state, NBIG, "after inserts");
+	ekv_verify(idx, state, NBIG, "after inserts");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu splits (%llu root), %llu defrags after %u inserts",
 		height(idx), (unsigned long long)s.splits,
 		(unsigned long long)s.root_splits, (unsigned long long)s.defrags, NBIG);
 	UT_ASSERT(height(idx) >= 3);	/* internal pages split too */
 	for (i = 0; i < NBIG; i += 3) {	/* updates, size changes */
-		UT_EQ(put(idx, i, i + 3), 0);
+		UT_EQ(ekv_put(idx, i, i + 3), 0);
 		state[i] = i + 4;
 	}
-	UT_EQ(del(idx, NBIG + 5), -ENOENT);
+	UT_EQ(ekv_del(idx, NBIG + 5), -ENOENT);
 	for (j = 0; j < NBIG; j++) {	/* delete 95 % */
 		i = (j * 104729) % NBIG;
 		if (i % 20 == 0)
 			continue;
-		UT_EQ(del(idx, i), 0);
+		UT_EQ(ekv_del(idx, i), 0);
 		state[i] = 0;
 	}
-	verify(idx, state, NBIG, "after deletes");
+	ekv_verify(idx, state, NBIG, "after deletes");
+	counts_exact(idx, "after deletes");
 	s = b3_sum(idx);
 	ut_note("b3: %d levels, %llu merges, %llu defrags after deletes",
 		height(idx), (unsigned long long)s.merges,
@@ -233,9 +158,9 @@ static void b3_structure(void)
 	pool = ut_pool_open(img, SZ);
 	idx = pmidx_index_lookup(pool, "b3");
 	UT_ASSERT(idx && idx->opened);
-	verify(idx, state, NBIG, "after re-attach");
+	ekv_verify(idx, state, NBIG, "after re-attach");
 	for (i = 1; i < NBIG; i += 2) {
-		UT_EQ(put(idx, i, i + 9), 0);
+		UT_EQ(ekv_put(idx, i, i + 9), 0);
 		state[i] = i + 10;
 	}
 	crash = ut_img_dup(img, SZ);
@@ -244,7 +169,7 @@ static void b3_structure(void)
 		struct pmidx_index *ri = pmidx_index_lookup(rec, "b3");
 
 		UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
-		verify(ri, state, NBIG, "after crash recovery");
+		ekv_verify(ri, state, NBIG, "after crash recovery");
 		UT_EQ(pmidx_index_drop(rec, "b3", &why), 0);
 		UT_EQ(ut_stat(rec, PMIDX_STAT_ALLOC_OBJECTS), 0);
 		pmidx_pool_close(rec);
@@ -255,15 +180,6 @@ static void b3_structure(void)
 	ut_img_free(crash, SZ);
 	ut_img_free(img, SZ);
 	free(state);
-}
-
-/* An index's statistic, or ~0 when the engine left it out. */
-static u64 ix_stat(struct pmidx_index *idx, unsigned int key)
-{
-	struct pmidx_stats st = {};
-
-	pmidx_index_stats(idx, &st);
-	return st.have & (1ULL << key) ? st.val[key] : ~0ULL;
 }
 
 /*
@@ -288,7 +204,7 @@ static void b3_space_return(void)
 
 	UT_EQ(pmidx_index_create(pool, "big", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (j = 0; j < NSPACE; j++)
-		UT_EQ(put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
+		UT_EQ(ekv_put(idx, (j * 7919) % NSPACE, 0), 0);	/* 8-byte values */
 	full_h = height(idx);
 	UT_ASSERT(full_h >= 3);
 	full_pages = b3_sum(idx).pages;
@@ -296,10 +212,15 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 104729) % NSPACE;
 		if (i % 20)
-			UT_EQ(del(idx, i), 0);
+			UT_EQ(ekv_del(idx, i), 0);
 	}
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, NSPACE / 20);
+	/*
+	 * Committed-mode review M1: one writer, so the records held at once
+	 * are one section's: a redistribution's three (core/alloc.h)
+	 */
+	UT_EQ(pool->alloc.intent_peak, PMIDX_TXN_SMO_MAX);
 	s = b3_sum(idx);
 	pages = s.pages;
 	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
@@ -308,7 +229,7 @@ static void b3_space_return(void)
 	for (j = 0; j < NSPACE; j++) {
 		i = (j * 7919) % NSPACE;
 		if (!(i % 20))
-			UT_EQ(put(fr, i, 0), 0);
+			UT_EQ(ekv_put(fr, i, 0), 0);
 	}
 	fpages = b3_sum(fr).pages;
 	fbytes = ix_stat(fr, PMIDX_STAT_PM_BYTES);
@@ -349,7 +270,7 @@ static void b3_full_pool(void)
 
 	UT_EQ(pmidx_index_create(pool, "full", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 10000000; n++) {
-		ret = put(idx, n, 0);	/* 8-byte keys and values */
+		ret = ekv_put(idx, n, 0);	/* 8-byte keys and values */
 		if (ret)
 			break;
 	}
@@ -369,7 +290,7 @@ static void b3_full_pool(void)
 	cows = b3_sum(idx).defrags;
 	for (j = 0; j < n; j++) {
 		i = (j * 7919) % n;	/* n is no multiple of 7919 */
-		ret = del(idx, i);
+		ret = ekv_del(idx, i);
 		if (ret)
 			break;
 	}
@@ -389,7 +310,7 @@ static void b3_full_pool(void)
 		pmidx_free(&pool->alloc, filler[nf]);
 	free(filler);
 	for (i = 0; i < n / 2; i++)	/* the space is usable again */
-		UT_EQ(put(idx, i, 1), 0);
+		UT_EQ(ekv_put(idx, i, 1), 0);
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, n / 2);
 	pmidx_pool_close(pool);
@@ -412,7 +333,7 @@ static void b3_crash_counts(void)
 
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (i = 0; i < n; i++)
-		UT_EQ(put(idx, i, i), 0);	/* blobs among keys and values */
+		UT_EQ(ekv_put(idx, i, i), 0);	/* blobs among keys and values */
 	UT_EQ(ix_stat(idx, PMIDX_STAT_KEYS), n);
 	bytes = ix_stat(idx, PMIDX_STAT_PM_BYTES);
 	crash = ut_img_dup(img, 64ULL << 20);
@@ -424,8 +345,8 @@ static void b3_crash_counts(void)
 	UT_ASSERT(ri && ri->opened);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_KEYS), ~0ULL);
 	UT_EQ(ix_stat(ri, PMIDX_STAT_PM_BYTES), ~0ULL);
-	UT_EQ(del(ri, 0), 0);
-	UT_EQ(put(ri, n, n), 0);
+	UT_EQ(ekv_del(ri, 0), 0);
+	UT_EQ(ekv_put(ri, n, n), 0);
 	/* a clean detach now: nothing to save, still unknown after it */
 	pmidx_pool_close(rec);
 	rec = ut_pool_open(crash, 64ULL << 20);
@@ -438,7 +359,7 @@ static void b3_crash_counts(void)
 	ut_note("b3: PM_BYTES %llu before the crash, %llu counted by CHECK after it (1 key more, 1 less)",
 		(unsigned long long)bytes,
 		(unsigned long long)ix_stat(ri, PMIDX_STAT_PM_BYTES));
-	UT_EQ(del(ri, 1), 0);
+	UT_EQ(ekv_del(ri, 1), 0);
 	UT_EQ(ri->ops->check(ri, &keys, &why), 0);
 	UT_EQ(keys, n - 1);
 	pmidx_pool_close(rec);
@@ -467,7 +388,7 @@ static void b3_traced_refused(void)
 	u64 eoff;
 
 	UT_EQ(pmidx_index_create(pool, "old", PMIDX_ENGINE_B3, &idx, &why), 0);
-	UT_EQ(put(idx, 1, 1), 0);
+	UT_EQ(ekv_put(idx, 1, 1), 0);
 	eoff = (u8 *)&pool->itable[idx->id % PMIDX_MAX_INDEXES] - (u8 *)pool->pm.base;
 	pmidx_pool_close(pool);
 	e = (struct pmidx_index_entry *)((u8 *)img + eoff);
@@ -560,7 +481,7 @@ static void b3_left_missing(void)
 
 	UT_EQ(pmidx_index_create(pool, "h2", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_EQ(top->level, 1);
@@ -614,7 +535,7 @@ static void b3_dead_leaf(void)
 
 	UT_EQ(pmidx_index_create(pool, "m1", PMIDX_ENGINE_B3, &idx, &why), 0);
 	for (n = 0; n < 600; n++)
-		UT_EQ(put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	t = idx->priv;
 	top = b3_pg(t, le64_to_cpu(t->root->top));
 	UT_ASSERT(b3_inner_inorder(t, top, child, sep) >= 3);
@@ -628,9 +549,9 @@ static void b3_dead_leaf(void)
 	UT_EQ(idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0), -EUCLEAN);
 	UT_EQ(idx->ops->del(idx, k, 6), -EUCLEAN);
 	for (n = 0; n < 600; n++)	/* readers take no lock */
-		UT_EQ(get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
-	UT_EQ(put(idx, 0, 1), 0);	/* the first leaf is fine */
-	UT_EQ(get_is(idx, 0, 1), 0);
+		UT_EQ(ekv_get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	UT_EQ(ekv_put(idx, 0, 1), 0);	/* the first leaf is fine */
+	UT_EQ(ekv_get_is(idx, 0, 1), 0);
 	pmidx_pool_close(pool);
 	ut_img_free(img, 64ULL << 20);
 }
@@ -709,6 +630,97 @@ static void b3_lt_nomem(void)
 		fired, ok);
 }
 
+/* The media commit word of committed-mode object @off, and its bit. */
+static __le64 *commit_word(struct pmidx_pool *pool, u64 off, u64 *bit)
+{
+	struct pmidx_alloc *a = &pool->alloc;
+	u64 rel = off - a->data_off;
+	u32 c = rel >> PMIDX_CHUNK_SHIFT;
+	u32 slot = (rel & (PMIDX_CHUNK_SIZE - 1)) >>
+		   (PMIDX_MIN_OBJ_SHIFT + a->chunks[c].class);
+
+	*bit = 1ULL << (slot % 64);
+	return &a->hdrs[c].bitmap[slot / 64];
+}
+
+static int first_blob(struct b3 *t, struct b3_walk *w, u64 off)
+{
+	u64 *b = w->ctx;
+
+	if (!*b)
+		*b = off;
+	return 0;
+}
+
+static void check_fails(struct pmidx_index *idx, const char *want)
+{
+	const char *why = NULL;
+	u64 keys;
+
+	UT_EQ(idx->ops->check(idx, &keys, &why), -EUCLEAN);
+	UT_ASSERT_MSG(why && strstr(why, want), "why: %s, want %s", why, want);
+}
+
+/*
+ * Committed-mode review L2: CHECK reads the commit bits on media. A page
+ * or a blob the index reaches whose bit is clear (a link store whose txn
+ * missed it: lost at the next crash) is reported; so is a bit set for an
+ * object the index does not reach (a leak) while it is the pool's only
+ * committed-mode index, and only then.
+ */
+static void b3_commit_bits(void)
+{
+	const u64 sz = 16ULL << 20;
+	void *img = ut_img_alloc(sz);
+	struct pmidx_pool *pool = ut_pool_new(img, sz);
+	struct pmidx_index *idx, *other;
+	u64 n, keys, blob = 0, obj[2], bit;
+	struct b3_walk w = { .blob = first_blob, .ctx = &blob };
+	const char *why = NULL;
+	struct pmidx_chunk *c;
+	__le64 *cw;
+	u32 ci, slot;
+	int i;
+
+	UT_EQ(pmidx_index_create(pool, "b", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < 300; n++)
+		UT_EQ(ekv_put(idx, n, n), 0);	/* blobs among keys and values */
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(b3_walk(idx->priv, &w), 0);
+	obj[0] = le64_to_cpu(((struct b3 *)idx->priv)->root->top);
+	obj[1] = blob;
+	UT_ASSERT(obj[0] && obj[1]);
+	for (i = 0; i < 2; i++) {
+		cw = commit_word(pool, obj[i], &bit);
+		UT_ASSERT(le64_to_cpu(*cw) & bit);
+		*cw ^= cpu_to_le64(bit);
+		check_fails(idx, i ? "blob not committed on media" :
+				     "page not committed on media");
+		*cw ^= cpu_to_le64(bit);
+		UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	}
+	/* a free slot of the root page's chunk, committed on media */
+	ci = (obj[0] - pool->alloc.data_off) >> PMIDX_CHUNK_SHIFT;
+	c = &pool->alloc.chunks[ci];
+	slot = find_first_zero_bit(c->bitmap, PMIDX_SLOTS_MAX >> c->class);
+	UT_ASSERT(slot < PMIDX_SLOTS_MAX >> c->class);
+	cw = commit_word(pool, pool->alloc.data_off +
+			 ((u64)ci << PMIDX_CHUNK_SHIFT) +
+			 ((u64)slot << (PMIDX_MIN_OBJ_SHIFT + c->class)), &bit);
+	*cw ^= cpu_to_le64(bit);
+	check_fails(idx, "objects the index does not reach");
+	/* another committed-mode index could own it: not counted then */
+	UT_EQ(pmidx_index_create(pool, "o", PMIDX_ENGINE_B3, &other, &why), 0);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(pmidx_index_drop(pool, "o", &why), 0);
+	check_fails(idx, "objects the index does not reach");
+	*cw ^= cpu_to_le64(bit);
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, 300);
+	pmidx_pool_close(pool);
+	ut_img_free(img, sz);
+}
+
 /* L6: two equal keys in a leaf are reported, not skipped as a shadow. */
 static void b3_dup_key(void)
 {
@@ -747,17 +759,10 @@ static void b3_dup_key(void)
 #define TKEYS	4000
 #define TROUNDS	6000
 
-struct targ {
-	struct pmidx_index	*idx;
-	unsigned int		id;
-	_Atomic int		*stop;
-	unsigned long		errors;
-};
-
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	struct rnd_state rs;
 	u8 k[256], v[300];
 	unsigned int r;
@@ -765,7 +770,7 @@ static void *writer(void *p)
 	prandom_seed_state(&rs, ut_seed + a->id);
 	for (r = 0; r < TROUNDS; r++) {
 		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
-		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
+		u32 kl = ekv_key(n, k), vl = prandom_u32_state(&rs) % 300;
 
 		memset(v, r, vl);
 		if (prandom_u32_state(&rs) % 3)
@@ -776,66 +781,26 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void *reader(void *p)
-{
-	struct targ *a = p;
-	u8 k[256], v[300];
-	u64 n = a->id;
-
-	while (!*a->stop) {
-		u32 kl, vl = sizeof(v);
-		u8 want[16];
-
-		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = key_of(n, k);
-		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
-			a->errors++;
-			continue;
-		}
-		memcpy(want, &n, 8);
-		a->errors += !!memcmp(v, want, 8);
-	}
-	return NULL;
-}
-
-static void *scanner(void *p)
-{
-	struct targ *a = p;
-
-	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
-
-		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
-						 &c.sink);
-		a->errors += c.bad || c.n < TKEYS / 2;
-	}
-	return NULL;
-}
-
 static void b3_threads(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, keys;
+	u64 keys;
 	int i;
 
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
-	for (n = 0; n < TKEYS; n += 2) {
-		u8 k[256];
-		u32 kl = key_of(n, k);
-
-		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
-	}
+	ekv_put_stable(idx, TKEYS);
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
+					       .keys = TKEYS, .stop = &stop };
 		UT_EQ(pthread_create(&th[i], NULL,
-				     i < 3 ? writer : i < 5 ? reader : scanner,
-				     &args[i]), 0);
+				     i < 3 ? writer : i < 5 ? ekv_stable_reader :
+				     ekv_stable_scanner, &args[i]), 0);
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
@@ -846,6 +811,7 @@ static void b3_threads(void)
 		UT_ASSERT_MSG(!args[i].errors, "thread %d: %lu errors", i,
 			      args[i].errors);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	counts_exact(idx, "after the threads");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
 }
@@ -862,7 +828,7 @@ static void b3_threads(void)
 
 static void *wave_writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[24];
 	unsigned int r;
 	u64 i, n;
@@ -873,14 +839,14 @@ static void *wave_writer(void *p)
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
 			memset(v, r + n, sizeof(v));
-			a->errors += !!a->idx->ops->put(a->idx, k, key_of(n, k),
+			a->errors += !!a->idx->ops->put(a->idx, k, ekv_key(n, k),
 							v, 8 + n % 16, 0);
 		}
 		for (i = 0; i < MKEYS; i++) {
 			n = (i * 104729) % MKEYS;
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
-			a->errors += !!a->idx->ops->del(a->idx, k, key_of(n, k));
+			a->errors += !!a->idx->ops->del(a->idx, k, ekv_key(n, k));
 		}
 	}
 	return NULL;
@@ -888,7 +854,7 @@ static void *wave_writer(void *p)
 
 static void *wave_reader(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	u8 k[256], v[32];
 	u64 n = a->id * 8;
 
@@ -896,7 +862,7 @@ static void *wave_reader(void *p)
 		u32 kl, vl = sizeof(v);
 
 		n = (n + 8 * 7919) % MKEYS & ~7ULL;
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8 ||
 		    memcmp(v, &n, 8))
 			a->errors++;
@@ -906,10 +872,10 @@ static void *wave_reader(void *p)
 
 static void *wave_scanner(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 
 	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
 
 		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
 						 &c.sink);
@@ -928,7 +894,7 @@ static void b3_threads_merge(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool;
-	struct targ args[6];
+	struct ekv_thread args[6];
 	pthread_t th[6];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
@@ -943,11 +909,11 @@ static void b3_threads_merge(void)
 	for (n = 0; n < MKEYS; n += 8) {
 		u8 k[256];
 
-		UT_EQ(idx->ops->put(idx, k, key_of(n, k), (u8 *)&n, 8, 0), 0);
+		UT_EQ(idx->ops->put(idx, k, ekv_key(n, k), (u8 *)&n, 8, 0), 0);
 	}
 	b3_test_store_hook = store_yield;
 	for (i = 0; i < 6; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i, .stop = &stop };
 		if (i >= 3)
 			args[i].id = i - 3;
 		UT_EQ(pthread_create(&th[i], NULL,
@@ -966,6 +932,10 @@ static void b3_threads_merge(void)
 			      args[i].errors);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
 	UT_EQ(keys, (MKEYS + 7) / 8);
+	counts_exact(idx, "after the threads");
+	/* M1: a record per writer, and the extra ones of the index's SMO */
+	UT_ASSERT_MSG(pool->alloc.intent_peak <= 3 + PMIDX_TXN_SMO_MAX - 1,
+		      "%u records in use at once", pool->alloc.intent_peak);
 	s = b3_sum(idx);
 	ut_note("b3: pages of %u nodes, %u rounds of 3 writers: %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %d levels at the end",
 		MSLOTS, MROUNDS, (unsigned long long)s.splits,
@@ -975,6 +945,109 @@ static void b3_threads_merge(void)
 	pmidx_pool_close(pool);
 	b3_test_slots = B3_SLOTS;
 	ut_img_free(img, SZ);
+}
+
+/*
+ * Committed-mode review L1: after a crash attach the counters are
+ * unknown until the first CHECK sets them from its walk, writers frozen.
+ * That CHECK here runs while two writers put and delete keys with key
+ * and value blobs (a put writes its value blob before its section, a
+ * delete retires its blobs after it): once they stop, the counters are
+ * still exactly the walk's. Each round attaches a new copy of one crash
+ * image. PMIDX_B3_STRADDLE_ROUNDS: rounds (default 20).
+ */
+#define SKEYS	2000
+
+struct sarg {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	_Atomic int		*stop;
+	_Atomic unsigned long	ops;
+	unsigned long		errors;
+};
+
+static void *straddle_writer(void *p)
+{
+	static const u32 lens[] = { 0, 8, 9, 16, 40, 300, 1000 };
+	struct sarg *a = p;
+	struct rnd_state rs;
+	u8 k[256], v[1000];
+
+	prandom_seed_state(&rs, ut_seed + 17 * a->id);
+	while (!*a->stop) {
+		u64 n = prandom_u32_state(&rs) % SKEYS;
+		u32 kl = ekv_key(n, k), vl = lens[prandom_u32_state(&rs) % 7];
+		int ret;
+
+		memset(v, a->ops, vl);
+		if (prandom_u32_state(&rs) % 3) {
+			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
+		} else {
+			ret = a->idx->ops->del(a->idx, k, kl);
+			a->errors += ret && ret != -ENOENT;
+		}
+		a->ops++;
+	}
+	return NULL;
+}
+
+static void b3_counts_straddle(void)
+{
+	const u64 sz = 64ULL << 20;
+	void *img = ut_img_alloc(sz), *crash, *copy;
+	struct pmidx_pool *pool = ut_pool_new(img, sz), *rec;
+	unsigned int rounds = 20, r, i;
+	struct pmidx_index *idx, *ri;
+	const char *why = NULL, *e;
+	struct sarg args[2];
+	pthread_t th[2];
+	_Atomic int stop;
+	u64 n, keys;
+
+	e = getenv("PMIDX_B3_STRADDLE_ROUNDS");
+	if (e)
+		rounds = strtoul(e, NULL, 0);
+	UT_EQ(pmidx_index_create(pool, "s", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < SKEYS; n += 2)
+		UT_EQ(ekv_put(idx, n, n % 10 == 9 ? n - 1 : n), 0);
+	crash = ut_img_dup(img, sz);
+	pmidx_pool_close(pool);
+	copy = ut_img_alloc(sz);
+	for (r = 0; r < rounds; r++) {
+		memcpy(copy, crash, sz);
+		pmidx_recovery_verify = false;	/* the attach as it really is */
+		rec = ut_pool_open(copy, sz);
+		pmidx_recovery_verify = true;
+		ri = pmidx_index_lookup(rec, "s");
+		UT_ASSERT(ri && ri->opened && ((struct b3 *)ri->priv)->approx);
+		stop = 0;
+		for (i = 0; i < 2; i++) {
+			args[i] = (struct sarg){ .idx = ri, .id = 2 * r + i,
+						 .stop = &stop };
+			UT_EQ(pthread_create(&th[i], NULL, straddle_writer,
+					     &args[i]), 0);
+		}
+		/* the first CHECK: both writers well into their work */
+		while (args[0].ops < 20 + r % 7 || args[1].ops < 20)
+			sched_yield();
+		UT_ASSERT_MSG(!ri->ops->check(ri, &keys, &why), "check: %s", why);
+		n = args[0].ops + args[1].ops;
+		while (args[0].ops + args[1].ops < n + 50)
+			sched_yield();
+		stop = 1;
+		for (i = 0; i < 2; i++) {
+			pthread_join(th[i], NULL);
+			UT_ASSERT_MSG(!args[i].errors, "writer %u: %lu errors",
+				      i, args[i].errors);
+		}
+		counts_exact(ri, "after a CHECK among writers");
+		UT_ASSERT_MSG(!ri->ops->check(ri, &keys, &why), "check: %s", why);
+		UT_EQ(keys, b3_sum(ri).keys);
+		pmidx_pool_close(rec);
+	}
+	ut_img_free(copy, sz);
+	ut_img_free(crash, sz);
+	ut_img_free(img, sz);
 }
 
 /* ---- the crash simulator ------------------------------------------------- */
@@ -993,6 +1066,7 @@ struct wl_arg {
 /* the SMOs of the last workload run (the crash-free history) */
 static struct b3_pcpu wl_smos;
 static int wl_height;		/* its highest tree */
+static unsigned int wl_big;	/* its puts of 64 KiB values */
 
 static void smos_add(struct pmidx_index *idx)
 {
@@ -1003,6 +1077,17 @@ static void smos_add(struct pmidx_index *idx)
 	wl_smos.redists += s.redists;
 	wl_smos.inner_merges += s.inner_merges;
 	wl_smos.repairs += s.repairs;
+}
+
+/*
+ * The value id the workload puts for @v: every 30th a 64 KiB value
+ * (ekv_val(), the allocator's 128 KiB class: two to a chunk, so chunks
+ * of it are emptied and reused soonest; committed-mode review T3), the
+ * other ids that ekv_val() would make 64 KiB one below (8 bytes).
+ */
+static u64 wl_val(u64 v)
+{
+	return v % 10 == 9 && v % 30 != 29 ? v - 1 : v;
 }
 
 static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
@@ -1017,6 +1102,7 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 	int ret;
 
 	prandom_seed_state(&rs, a->seed);
+	wl_big = 0;		/* one pass of the history */
 	if (pmidx_pool_format(img, size, true, &why))
 		return -EIO;
 	pool = pmidx_pool_open(img, size, false, &why);
@@ -1030,14 +1116,15 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 		/* inserts first (splits), then mostly deletes (merges) */
 		bool d = prandom_u32_state(&rs) % 8 < (i < a->ops / 2 ? 1 : 6);
 		u64 n = prandom_u32_state(&rs) % CKEYS, v = prandom_u32_state(&rs) % 1000;
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		op = crashsim_op_begin(cs, d ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
 				       "kv", k, kl, v);
-		ret = d ? del(idx, n) : put(idx, n, v % 10 == 9 ? v - 1 : v);
+		ret = d ? ekv_del(idx, n) : ekv_put(idx, n, wl_val(v));
 		if (ret && !(d && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
+		wl_big += !d && ekv_val(wl_val(v), cvbuf) == 65536;
 		wl_height = max(wl_height, height(idx));
 		if (i == a->ops / 3) {		/* detach and attach */
 			smos_add(idx);
@@ -1052,12 +1139,12 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
 	}
 	for (i = 0; a->drain && i < CKEYS; i++) {
 		u64 n = (i * 97) % CKEYS;	/* scattered over the leaves */
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
 		if (!(n % 16))
 			continue;
 		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "kv", k, kl, 0);
-		ret = del(idx, n);
+		ret = ekv_del(idx, n);
 		if (ret && ret != -ENOENT)
 			return ret;
 		crashsim_op_ack(cs, op);
@@ -1078,7 +1165,7 @@ static int wl_b3(struct crashsim *cs, void *img, u64 size, void *arg)
  * H1 (docs/reviews/b3-review.md): a crash inside an SMO can leave a child
  * word W naming l, the left neighbour of the page of W's range, while l
  * keeps its own word. An SMO that later retires l must not leave W naming
- * it. So at such an image: fill l's range (keys of length 6, which key_of()
+ * it. So at such an image: fill l's range (keys of length 6, which ekv_key()
  * never makes) until l is defragmented or split, touch nothing in W's
  * range, then read everything, CHECK, and crash once more.
  */
@@ -1202,10 +1289,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 
 	for (n = 0; n < CKEYS; n++) {
 		u8 k[256];
-		u32 kl = key_of(n, k);
+		u32 kl = ekv_key(n, k);
 
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, k, kl, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, k, kl, cgbuf, &gl);
 		v = 0;
 		if (ret && ret != -ENOENT) {
 			crashsim_fail(cs, "%s: key %llu: get %d", when,
@@ -1214,10 +1301,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		}
 		crashsim_expect(cs, k, kl, &e);
 		for (x = 0; !ret && x < e.n; x++) {
-			u64 w = e.value[x] % 10 == 9 ? e.value[x] - 1 : e.value[x];
-			u32 vl = val_of(w, cbuf);
+			u64 w = wl_val(e.value[x]);
+			u32 vl = ekv_val(w, cvbuf);
 
-			if (e.present[x] && gl == vl && !memcmp(gbuf, cbuf, vl))
+			if (e.present[x] && gl == vl && !memcmp(cgbuf, cvbuf, vl))
 				v = e.value[x];
 		}
 		if (!crashsim_expect_ok(&e, !ret, v))
@@ -1228,10 +1315,10 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 		live += !ret;
 	}
 	for (x = 0; x < xk.n; x++) {
-		gl = sizeof(gbuf);
-		ret = idx->ops->get(idx, xk.key[x], 6, gbuf, &gl);
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, xk.key[x], 6, cgbuf, &gl);
 		v = x;
-		if (ret || gl != 8 || memcmp(gbuf, &v, 8))
+		if (ret || gl != 8 || memcmp(cgbuf, &v, 8))
 			crashsim_fail(cs, "%s: extra key %u: get %d", when, x, ret);
 		live++;
 	}
@@ -1240,7 +1327,7 @@ static void check_keys(struct crashsim *cs, struct pmidx_index *idx,
 	else if (keys != live)
 		crashsim_fail(cs, "%s: check counts %llu keys, get %llu", when,
 			      (unsigned long long)keys, (unsigned long long)live);
-	if (scan_all(idx, 0) != live)
+	if (ekv_scan_all(idx, 0) != live)
 		crashsim_fail(cs, "%s: scan disagrees with get", when);
 }
 
@@ -1310,10 +1397,10 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		/* a writer over the whole key space meets any leftover */
 		for (n = 0; n < CKEYS; n += 7) {
 			u8 k[256];
-			u32 kl = key_of(n, k), gl = sizeof(gbuf);
+			u32 kl = ekv_key(n, k), gl = sizeof(cgbuf);
 
-			if (!idx->ops->get(idx, k, kl, gbuf, &gl) &&
-			    idx->ops->put(idx, k, kl, gbuf, gl, 0))
+			if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
+			    idx->ops->put(idx, k, kl, cgbuf, gl, 0))
 				crashsim_fail(cs, "rewrite of key %llu failed",
 					      (unsigned long long)n);
 		}
@@ -1338,20 +1425,12 @@ static void run(const char *name, unsigned int ops, bool all, bool drop,
 	};
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
-		.samples = samples, .only_point = -1,
+		.samples = samples,
 		.exhaustive_max = all && !getenv("PMIDX_CRASH_SAMPLES") ? 1U << 30 : samples,
-		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	xk.set = false;
 	xk.n = 0;
 	b3_test_slots = slots ?: B3_SLOTS;
@@ -1364,20 +1443,16 @@ static void run(const char *name, unsigned int ops, bool all, bool drop,
 	crashsim_print_result(name, &cfg, &res);
 	printf("# %s: %lu images had a half-done SMO repaired by a writer, %lu an SMO on the page a leftover word names\n",
 	       name, repaired, provoked);
-	printf("# %s: the history: %d levels at most, %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %llu repairs\n",
+	printf("# %s: the history: %d levels at most, %llu splits, %llu merges (%llu redistributions, %llu of internal pages), %llu repairs, %u puts of 64 KiB values\n",
 	       name, wl_height, (unsigned long long)wl_smos.splits,
 	       (unsigned long long)wl_smos.merges,
 	       (unsigned long long)wl_smos.redists,
 	       (unsigned long long)wl_smos.inner_merges,
-	       (unsigned long long)wl_smos.repairs);
+	       (unsigned long long)wl_smos.repairs, wl_big);
+	UT_ASSERT(wl_big > 0);
 	repaired = 0;
 	provoked = 0;
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 static void b3_crash_smo(void)
@@ -1407,6 +1482,321 @@ static void b3_crash_merge(void)
 	UT_ASSERT(wl_smos.inner_merges > 0);
 }
 
+/*
+ * Committed-mode review T2: crash images with several link stores in
+ * flight. The crash simulator runs one thread, so none of its images
+ * holds two txns at once (on two leaves, a leaf's and an SMO's), nor
+ * two writers' read-modify-writes of one commit-bit word. Here writers
+ * delete and put keys of their own, all put at first, in pages of 16
+ * nodes (merges, redistributions, splits) while the test stops them all at once
+ * (a signal each, parked in its handler), copies the image and lets
+ * them go on: that copy is the media after a power cut at that instant
+ * with every store durable (eADR). A writer counts the ops it started
+ * and finished, so each key has one expected value, or two while its op
+ * was in flight. Each image is attached with the recovery checker
+ * (pmidx_recovery_verify: the intent replay and the commit bits against
+ * a full trace), every key read, CHECK run, then every 7th key rewritten
+ * (a writer meets any half-done SMO) and all checked again, while the
+ * writers wait between two ops. To have several records in flight in
+ * most images, a writer yields between arming a txn and its link store
+ * (b3_test_arm_hook). PMIDX_B3_SNAPSHOTS: images (default 40).
+ */
+#define TW		3		/* writers */
+#define TWKEYS		1000		/* keys per writer, all put at first */
+
+struct twriter {
+	struct pmidx_index	*idx;
+	unsigned int		id;
+	_Atomic int		*stop;
+	_Atomic int		*hold;	/* wait between two ops */
+	_Atomic u64		started, done;	/* ops */
+	unsigned long		errors;
+	pthread_t		th;
+};
+
+/* op @j of writer @w: key, delete or put, value id */
+static u64 tw_op(unsigned int w, u64 j, bool *del, u64 *v)
+{
+	u64 r = (ut_seed ^ (w + 1) * 0x9e3779b97f4a7c15ULL) + j * 0xbf58476d1ce4e5b9ULL;
+
+	r ^= r >> 31;
+	r *= 0x94d049bb133111ebULL;
+	r ^= r >> 29;
+	*del = (r >> 40) % 100 < 55;	/* the tree shrinks: merges */
+	*v = (r >> 20) % 1000;
+	if (*v % 10 == 9)
+		(*v)--;		/* no 64 KiB values here (T3 has them) */
+	return w + TW * (r % TWKEYS);
+}
+
+/* the value id key @n has before the writers start */
+static u64 tw_first(u64 n)
+{
+	return n % 10 == 9 ? n % 1000 - 1 : n % 1000;
+}
+
+static void *tw_run(void *p)
+{
+	struct twriter *a = p;
+	u8 k[256], v[300];
+	u64 j, n, id;
+	bool del;
+	int ret;
+
+	for (j = 0; !*a->stop; j++) {
+		while (*a->hold && !*a->stop)
+			usleep(50);
+		n = tw_op(a->id, j, &del, &id);
+		a->started = j + 1;
+		if (del) {
+			ret = a->idx->ops->del(a->idx, k, ekv_key(n, k));
+			a->errors += ret && ret != -ENOENT;
+		} else {
+			ret = a->idx->ops->put(a->idx, k, ekv_key(n, k), v,
+					       ekv_val(id, v), 0);
+			a->errors += !!ret;
+		}
+		a->done = j + 1;
+	}
+	return NULL;
+}
+
+static _Atomic unsigned int park_gen;	/* odd: writers stop */
+static _Atomic unsigned int parked;
+
+static void park(int sig)
+{
+	unsigned int gen = park_gen;
+
+	parked++;
+	while (park_gen == gen)
+		sched_yield();
+	parked--;
+}
+
+/*
+ * The state each key had when the image was taken: @want[n] value id + 1
+ * (0 absent); @alt[n] the other value it may have (its op in flight), or
+ * ~0 when none.
+ */
+static void tw_expect(const u64 *started, const u64 *done, u64 *want,
+		      u64 *alt)
+{
+	unsigned int w;
+	u64 j, n, v;
+	bool del;
+
+	for (n = 0; n < TW * TWKEYS; n++)
+		want[n] = tw_first(n) + 1;
+	memset(alt, 0xff, TW * TWKEYS * sizeof(*alt));
+	for (w = 0; w < TW; w++) {
+		for (j = 0; j < done[w]; j++) {
+			n = tw_op(w, j, &del, &v);
+			want[n] = del ? 0 : v + 1;
+		}
+		if (started[w] > done[w]) {
+			n = tw_op(w, done[w], &del, &v);
+			alt[n] = del ? 0 : v + 1;
+		}
+	}
+}
+
+/* A failure that does not end the test: the writers are stopped first. */
+#define TW_CHECK(cond, fmt, ...) ({					\
+	bool __c = !!(cond);						\
+	if (!__c)							\
+		ut_fail(__FILE__, __LINE__, false, "%s: " fmt, #cond,	\
+			##__VA_ARGS__);					\
+	__c;								\
+})
+
+/* Every key of @idx as expected. Return: live keys, -1 on a failure. */
+static s64 tw_verify(struct pmidx_index *idx, const u64 *want, const u64 *alt,
+		     const char *when)
+{
+	s64 live = 0;
+	u32 gl, vl;
+	u8 k[256];
+	int ret;
+	u64 n;
+
+	for (n = 0; n < TW * TWKEYS; n++) {
+		gl = sizeof(cgbuf);
+		ret = idx->ops->get(idx, k, ekv_key(n, k), cgbuf, &gl);
+		if (!TW_CHECK(!ret || ret == -ENOENT, "%s: key %llu: get %d",
+			      when, (unsigned long long)n, ret))
+			return -1;
+		if (ret) {
+			if (!TW_CHECK(!want[n] || !alt[n], "%s: key %llu lost",
+				      when, (unsigned long long)n))
+				return -1;
+			continue;
+		}
+		live++;
+		vl = want[n] ? ekv_val(want[n] - 1, cvbuf) : ~0U;
+		if (vl == gl && !memcmp(cgbuf, cvbuf, gl))
+			continue;
+		vl = alt[n] && ~alt[n] ? ekv_val(alt[n] - 1, cvbuf) : ~0U;
+		if (!TW_CHECK(vl == gl && !memcmp(cgbuf, cvbuf, gl),
+			      "%s: key %llu: a value never acknowledged nor in flight",
+			      when, (unsigned long long)n))
+			return -1;
+	}
+	return live;
+}
+
+/* valid intent records in image @img (the INTENT chunk at @ioff) */
+static unsigned int records_in(const void *img, u64 ioff)
+{
+	const struct pmidx_intent *r = (const void *)((const u8 *)img + ioff);
+	unsigned int i, n = 0;
+
+	for (i = 0; i < PMIDX_NR_INTENTS; i++)
+		n += le64_to_cpu(r[i].hdr) >> 48 == PMIDX_INTENT_MAGIC;
+	return n;
+}
+
+/* Attach crash image @img and check it. Return: false on a failure. */
+static bool tw_image(void *img, u64 sz, unsigned int i, const u64 *want,
+		     const u64 *alt)
+{
+	struct b3_walk w = { .validate = true };
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	bool ok = false;
+	s64 live = -1;
+	struct b3_pcpu s;
+	u64 n, keys;
+	u8 k[256];
+
+	pool = pmidx_pool_open(img, sz, false, &why);
+	if (!TW_CHECK(!IS_ERR(pool), "image %u: attach %ld (%s)", i,
+		      PTR_ERR(pool), why))
+		return false;
+	idx = pmidx_index_lookup(pool, "t");
+	if (!TW_CHECK(idx && idx->opened, "image %u: index lost", i))
+		goto out;
+	live = tw_verify(idx, want, alt, "at attach");
+	if (live < 0 ||
+	    !TW_CHECK(!idx->ops->check(idx, &keys, &why) && keys == live,
+		      "image %u: check: %s, %llu keys of %lld", i, why,
+		      (unsigned long long)keys, (long long)live))
+		goto out;
+	for (n = 0; n < TW * TWKEYS; n += 7) {
+		u32 gl = sizeof(cgbuf), kl = ekv_key(n, k);
+
+		if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
+		    !TW_CHECK(!idx->ops->put(idx, k, kl, cgbuf, gl, 0),
+			      "image %u: rewrite of key %llu", i,
+			      (unsigned long long)n))
+			goto out;
+	}
+	if (tw_verify(idx, want, alt, "after a writer's pass") != live ||
+	    !TW_CHECK(!idx->ops->check(idx, &keys, &why),
+		      "image %u: check after a writer's pass: %s", i, why))
+		goto out;
+	s = b3_sum(idx);
+	ok = TW_CHECK(!b3_walk(idx->priv, &w) && s.keys == w.keys &&
+		      s.pages == w.pages && s.blob_bytes == w.blob_bytes,
+		      "image %u: counters differ from the walk", i);
+out:
+	pmidx_pool_close(pool);
+	return ok;
+}
+
+static void b3_crash_threads(void)
+{
+	const u64 sz = 32ULL << 20;
+	void *img = ut_img_alloc(sz), *copy = ut_img_alloc(sz);
+	u64 *want = calloc(TW * TWKEYS, sizeof(*want));
+	u64 *alt = calloc(TW * TWKEYS, sizeof(*alt));
+	u64 started[TW], done[TW], ioff, keys, n, ops = 0;
+	unsigned int images = 40, i, w, recs, multi = 0, most = 0;
+	struct sigaction sa = { .sa_handler = park }, old;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	struct twriter tw[TW];
+	_Atomic int stop = 0, hold = 0;
+	const char *why = NULL, *e;
+	struct b3_pcpu s;
+
+	e = getenv("PMIDX_B3_SNAPSHOTS");
+	if (e)
+		images = strtoul(e, NULL, 0);
+	UT_ASSERT(want && alt);
+	b3_test_slots = MSLOTS;
+	pool = ut_pool_new(img, sz);
+	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
+	for (n = 0; n < TW * TWKEYS; n++)
+		UT_EQ(ekv_put(idx, (n * 7919) % (TW * TWKEYS),
+			  tw_first((n * 7919) % (TW * TWKEYS))), 0);
+	ioff = (u8 *)pool->alloc.intents - (u8 *)pool->pm.base;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	UT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	/* a writer yields with its record armed: several are in flight */
+	b3_test_arm_hook = store_yield;
+	for (w = 0; w < TW; w++) {
+		tw[w] = (struct twriter){ .idx = idx, .id = w, .stop = &stop,
+					  .hold = &hold };
+		UT_EQ(pthread_create(&tw[w].th, NULL, tw_run, &tw[w]), 0);
+	}
+	for (i = 0; i < images; i++) {
+		/* each writer makes 30 to 90 ops (loaded machines too) */
+		n = 30 + ut_rand(60);
+		hold = 0;
+		for (w = 0; w < TW; w++)
+			while (tw[w].done < (i ? done[w] : 0) + n)
+				usleep(100);
+		usleep(ut_rand(1000));
+		/* every writer stopped where it is, then the copy */
+		park_gen++;
+		for (w = 0; w < TW; w++)
+			pthread_kill(tw[w].th, SIGUSR1);
+		while (parked < TW)
+			sched_yield();
+		memcpy(copy, img, sz);
+		for (w = 0; w < TW; w++) {
+			started[w] = tw[w].started;
+			done[w] = tw[w].done;
+		}
+		/* they finish their ops and wait while the image is checked */
+		hold = 1;
+		park_gen++;
+		while (parked)
+			sched_yield();
+		recs = records_in(copy, ioff);
+		multi += recs >= 2;
+		most = max(most, recs);
+		tw_expect(started, done, want, alt);
+		if (!tw_image(copy, sz, i, want, alt)) {
+			ut_note("image %u had %u records in flight", i, recs);
+			break;
+		}
+	}
+	stop = 1;
+	for (w = 0; w < TW; w++) {
+		pthread_join(tw[w].th, NULL);
+		UT_CHECK(!tw[w].errors);
+		ops += tw[w].done;
+	}
+	b3_test_arm_hook = NULL;
+	UT_EQ(sigaction(SIGUSR1, &old, NULL), 0);
+	s = b3_sum(idx);
+	ut_note("b3: %u images of %u writers: %u with 2 or more records in flight, %u at most; %llu ops, %llu splits, %llu merges (%llu redistributions)",
+		i, TW, multi, most, (unsigned long long)ops,
+		(unsigned long long)s.splits, (unsigned long long)s.merges,
+		(unsigned long long)s.redists);
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	pmidx_pool_close(pool);
+	b3_test_slots = B3_SLOTS;
+	free(want);
+	free(alt);
+	ut_img_free(copy, sz);
+	ut_img_free(img, sz);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(b3_flushes),
 	UT_TEST(b3_full_pool),
@@ -1419,11 +1809,14 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_root_sibling),
 	UT_TEST(b3_lt_nomem),
 	UT_TEST(b3_dup_key),
+	UT_TEST(b3_commit_bits),
 	UT_TEST(b3_threads),
 	UT_TEST(b3_threads_merge),
+	UT_TEST(b3_counts_straddle),
 	UT_TEST(b3_crash_smo),
 	UT_TEST(b3_crash_leftover_smo),
 	UT_TEST(b3_crash_merge),
+	UT_TEST(b3_crash_threads),
 };
 
 int main(int argc, char **argv)
@@ -1436,5 +1829,6 @@ int main(int argc, char **argv)
 		return 2;
 	/* every crash attach: the allocator's recovery against a full trace */
 	pmidx_recovery_verify = true;
+	ekv_use(&kv);
 	return ut_main(argc, argv, "b3-crash", tests, ARRAY_SIZE(tests));
 }

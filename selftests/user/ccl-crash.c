@@ -24,6 +24,7 @@
 #include <linux/prandom.h>
 #include <shim/shim.h>
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/ccl/ccl.h"
 
@@ -39,32 +40,13 @@ struct wl_arg {
 
 static unsigned long ovf_images;	/* images with recovered overflow */
 
-static u32 key_of(unsigned int n, u8 *k)
-{
-	static const u8 lens[] = { 8, 8, 3, 12, 8, 40, 8, 2 };
-	u32 len = lens[n % sizeof(lens)], i;
+/* key n: 2..40 bytes, unique by its first 2; values of 0..599 bytes */
+static const u8 klens[] = { 8, 8, 3, 12, 8, 40, 8, 2 };
+static const u32 vlens[] = { 8, 8, 0, 5, 16, 8, 100, 8, 9, 599 };
 
-	k[0] = 'a' + n / 26;
-	k[1] = 'a' + n % 26;
-	for (i = 2; i < len; i++)
-		k[i] = (n * 31 + i * 7) & 0xff;
-	return len;
-}
-
-static u32 val_of(u64 id, u8 *v)
-{
-	static const u32 lens[] = { 8, 8, 0, 5, 16, 8, 100, 8, 9, 599 };
-	u32 len = lens[id % ARRAY_SIZE(lens)], i;
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
-}
+static const struct ekv_scheme kv = {
+	EKV_LENS(klens, vlens), .prefix = 2,
+};
 
 static struct pmidx_index *open_c(struct crashsim *cs, void *img, u64 size,
 				  struct pmidx_pool **pool, struct wl_arg *a)
@@ -132,14 +114,14 @@ static int wl_ccl(struct crashsim *cs, void *img, u64 size, void *arg)
 				return -EIO;
 			continue;
 		}
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		if (r % 10 < 3 + (i > a->ops / 2 ? 4 : 0)) {
 			op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", k, kl, 0);
 			ret = idx->ops->del(idx, k, kl);
 			if (ret && ret != -ENOENT)
 				return ret;
 		} else {
-			vl = val_of(id, v);
+			vl = ekv_val(id, v);
 			op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "put", k, kl, id);
 			ret = idx->ops->put(idx, k, kl, v, vl, 0);
 			id++;
@@ -176,7 +158,7 @@ static int scan_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
 	sc->n++;
 	crashsim_expect(sc->cs, key, klen, &e);
 	for (j = 0; j < e.n; j++)
-		if (e.present[j] && val_of(e.value[j], v) == vlen &&
+		if (e.present[j] && ekv_val(e.value[j], v) == vlen &&
 		    !memcmp(v, val, vlen))
 			ok = true;
 	if (!ok)
@@ -228,7 +210,7 @@ static int ccl_check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		for (j = 0; j < e.n; j++) {
 			if (!e.present[j])
 				ok |= ret == -ENOENT;
-			else if (!ret && val_of(e.value[j], want) == vl &&
+			else if (!ret && ekv_val(e.value[j], want) == vl &&
 				 !memcmp(want, v, vl))
 				ok = true;
 		}
@@ -266,28 +248,17 @@ static void run(const char *name, unsigned int ops, unsigned int nbatch,
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .at_flushes = at_flushes,
 		.seed = ut_seed, .variants = 2, .samples = samples,
-		.exhaustive_max = samples, .only_point = -1,
-		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.exhaustive_max = samples,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	if ((e = getenv("PMIDX_CRASH_POINT")))
-		cfg.only_point = strtol(e, NULL, 0);
-	if ((e = getenv("PMIDX_CRASH_VARIANT")))
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	crashsim_print_result(name, &cfg, &res);
 	printf("# %s: %lu images recovered buffered KVs beyond the slots\n",
 	       name, ovf_images);
 	ovf_images = 0;
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 static void ccl_short_nbatch2(void)
@@ -405,7 +376,7 @@ static const char *consistent(struct pmidx_index *idx, u64 keys,
 			return "a scanned key does not get its scanned value";
 	}
 	for (n = 0; n < 8 * NKEYS; n++) {
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 		vl = sizeof(v);
 		ret = idx->ops->get(idx, k, kl, v, &vl);
 		for (i = 0; i < s->n; i++)
@@ -430,8 +401,8 @@ static const char *exercise(struct pmidx_index *idx, bool checked, u64 *keys)
 	int ret;
 
 	for (n = 0; n < NKEYS; n += 3) {
-		kl = key_of(n, k);
-		vl = val_of(n, v);
+		kl = ekv_key(n, k);
+		vl = ekv_val(n, v);
 		ret = idx->ops->put(idx, k, kl, v, vl, 0);
 		if (ret > 0 || (checked && ret))
 			return "a put on a sound index failed";
@@ -525,8 +496,8 @@ static void ccl_corrupt(void)
 	pool = ut_pool_new(base[0], size);
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
 	for (id = 1; id < 3000; id++) {
-		kl = key_of(id % NKEYS + (id % 7) * NKEYS, k);
-		vl = val_of(id, v);
+		kl = ekv_key(id % NKEYS + (id % 7) * NKEYS, k);
+		vl = ekv_val(id, v);
 		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
 		if (id % 5 == 0)
 			idx->ops->del(idx, k, kl);
@@ -632,8 +603,8 @@ static void ccl_ts_reset(void)
 	pool = ut_pool_new(img, size);
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
 	for (id = 0; id < 500; id++) {
-		kl = key_of(id % NKEYS, k);
-		vl = val_of(id, v);
+		kl = ekv_key(id % NKEYS, k);
+		vl = ekv_val(id, v);
 		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
 	}
 	r = img + idx->root;
@@ -654,10 +625,10 @@ static void ccl_ts_reset(void)
 	}
 	UT_EQ(atomic64_read(&((struct ccl_tree *)idx->priv)->ts), 0);
 	for (id = 500 - NKEYS; id < 500; id++) {
-		kl = key_of(id % NKEYS, k);
+		kl = ekv_key(id % NKEYS, k);
 		vl = sizeof(got);
 		UT_EQ(idx->ops->get(idx, k, kl, got, &vl), 0);
-		UT_EQ(vl, val_of(id, v));
+		UT_EQ(vl, ekv_val(id, v));
 		UT_ASSERT(!memcmp(got, v, vl));
 		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
 	}
@@ -884,5 +855,6 @@ int main(int argc, char **argv)
 		samples = strtoul(e, NULL, 0);
 	if (crashsim_parse_model(&argc, argv))
 		return 2;
+	ekv_use(&kv);
 	return ut_main(argc, argv, "ccl-crash", tests, ARRAY_SIZE(tests));
 }

@@ -61,6 +61,20 @@ void ut_expect_warns(unsigned long n);
 			#a, #b, __a, __b);				\
 } while (0)
 
+/*
+ * A crash simulator run (tools/testing/crashsim.h, struct crashsim_result
+ * @res) tried crash points and no image failed; with @flushed, every line
+ * written was durable by the end (one that never was: a missing flush).
+ */
+#define UT_CRASH_OK(res, flushed) do {					\
+	UT_ASSERT((res).points > 0 && (res).images >= (res).points);	\
+	UT_ASSERT_MSG(!(res).failures, "%llu failing crash images",	\
+		      (unsigned long long)(res).failures);		\
+	UT_ASSERT_MSG(!(flushed) || !(res).unflushed_at_end,		\
+		      "%llu lines written but never made durable",	\
+		      (unsigned long long)(res).unflushed_at_end);	\
+} while (0)
+
 /* deterministic per-test randomness (xorshift64*) */
 u64 ut_rand64(void);
 static inline u32 ut_rand(u32 n)

@@ -26,6 +26,7 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/lodge/lodge.h"
 
@@ -54,131 +55,18 @@ static void set_params(const struct lparams *p)
 }
 
 /* key n: 3..100 bytes, unique by its first 3 bytes, ordered by n */
-static u32 key_of(u64 n, u8 *k)
-{
-	static const u8 lens[] = { 8, 3, 8, 40, 8, 100, 8, 12 };
-	u32 len = lens[n % sizeof(lens)], i;
+static const u8 klens[] = { 8, 3, 8, 40, 8, 100, 8, 12 };
+static const u32 vlens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 2000 };
 
-	k[0] = n >> 16;
-	k[1] = n >> 8;
-	k[2] = n;
-	for (i = 3; i < len; i++)
-		k[i] = (n * 31 + i * 7) & 0xff;
-	return len;
-}
-
-static u32 val_of(u64 id, u8 *v)
-{
-	static const u32 lens[] = { 8, 0, 8, 5, 16, 8, 300, 8, 9, 2000 };
-	u32 len = lens[id % ARRAY_SIZE(lens)], i;
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 1;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
-}
-
-/*
- * The workload's buffers. The crash simulator checks images at crash
- * points inside the workload's operations, so the checker has its own
- * (cvbuf, cgbuf): a put's value must not change under it.
- */
-static u8 vbuf[65536], gbuf[65536], cvbuf[65536], cgbuf[65536];
-
-static int put(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), vl = val_of(v, vbuf);
-
-	return idx->ops->put(idx, k, kl, vbuf, vl, 0);
-}
-
-static int get_is(struct pmidx_index *idx, u64 n, u64 v)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k), gl = sizeof(gbuf), vl;
-	int ret = idx->ops->get(idx, k, kl, gbuf, &gl);
-
-	if (ret)
-		return ret;
-	vl = val_of(v, vbuf);
-	return gl == vl && !memcmp(gbuf, vbuf, vl) ? 0 : -EBADMSG;
-}
-
-static int del(struct pmidx_index *idx, u64 n)
-{
-	u8 k[256];
-	u32 kl = key_of(n, k);
-
-	return idx->ops->del(idx, k, kl);
-}
-
-struct counter {
-	struct pmidx_scan_sink	sink;
-	u64			n, limit;
-	u8			last[256];
-	u32			last_len;
-	bool			bad;
+static const struct ekv_scheme kv = {
+	EKV_LENS(klens, vlens), .prefix = 3, .scan_piece = 37,
 };
 
-static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	struct counter *c = container_of(sink, struct counter, sink);
-
-	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
-		c->bad = true;
-	memcpy(c->last, key, klen);
-	c->last_len = klen;
-	c->n++;
-	return c->limit && c->n % c->limit == 0;
-}
-
-/* a full scan, in pieces of @limit records resumed after the last key */
-static u64 scan_all(struct pmidx_index *idx, u64 limit)
-{
-	struct counter c = { .sink.emit = count_emit, .limit = limit };
-	u64 before;
-
-	UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
-	while (limit && c.n && c.n % limit == 0) {
-		u8 start[256];
-		u32 sl = c.last_len;
-
-		before = c.n;
-		memcpy(start, c.last, sl);
-		UT_EQ(idx->ops->scan(idx, start, sl, true, NULL, 0, &c.sink), 0);
-		if (c.n == before)
-			break;
-	}
-	UT_ASSERT(!c.bad);
-	return c.n;
-}
-
-/* state[i]: 0 absent, else value id + 1 */
-static void verify(struct pmidx_index *idx, const u64 *state, u64 n,
-		   const char *when)
-{
-	const char *why = NULL;
-	u64 i, live = 0, keys;
-
-	for (i = 0; i < n; i++) {
-		int ret = get_is(idx, i, state[i] ? state[i] - 1 : 0);
-
-		if (state[i])
-			live++;
-		UT_ASSERT_MSG(state[i] ? !ret : ret == -ENOENT,
-			      "%s: key %llu: %d", when, (unsigned long long)i, ret);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "%s: check: %s", when, why);
-	UT_EQ(keys, live);
-	UT_EQ(scan_all(idx, 0), live);
-	UT_EQ(scan_all(idx, 37), live);
-}
+/*
+ * The checker's buffers: the crash simulator checks images at crash
+ * points inside the workload's operations (ekv_put() of its own buffer).
+ */
+static u8 cvbuf[EKV_VMAX], cgbuf[EKV_VMAX];
 
 static struct lodge_pcpu lsum(struct pmidx_index *idx)
 {
@@ -235,14 +123,14 @@ static void reattach_crash_drop(void **imgp, struct pmidx_pool **poolp,
 	UT_ASSERT(idx && idx->opened);
 	UT_EQ(((struct lodge *)idx->priv)->nlogs, 0);
 	UT_EQ(((struct lodge *)idx->priv)->replayed, 0);
-	verify(idx, state, n, "after re-attach");
+	ekv_verify(idx, state, n, "after re-attach");
 	for (i = 1; i < n; i += 3) {
-		UT_EQ(put(idx, i, i + 11), 0);
+		UT_EQ(ekv_put(idx, i, i + 11), 0);
 		state[i] = i + 12;
 	}
 	for (i = 2; i < n; i += 5) {
 		if (state[i]) {
-			UT_EQ(del(idx, i), 0);
+			UT_EQ(ekv_del(idx, i), 0);
 			state[i] = 0;
 		}
 	}
@@ -251,7 +139,7 @@ static void reattach_crash_drop(void **imgp, struct pmidx_pool **poolp,
 	ri = pmidx_index_lookup(rec, name);
 	UT_ASSERT(rec->flags & PMIDX_POOL_F_RECOVERED);
 	UT_ASSERT(ri && ri->opened);
-	verify(ri, state, n, "after crash recovery");
+	ekv_verify(ri, state, n, "after crash recovery");
 	UT_EQ(pmidx_index_drop(rec, name, &why), 0);
 	UT_EQ(ut_stat(rec, PMIDX_STAT_ALLOC_OBJECTS), 0);
 	pmidx_pool_close(rec);
@@ -339,16 +227,16 @@ static void lodge_splits(void)
 	 * of ascending inserts alone.
 	 */
 	for (i = 0; i < NSPLIT; i++) {
-		UT_EQ(put(idx, i, i), 0);
+		UT_EQ(ekv_put(idx, i, i), 0);
 		state[i] = i + 1;
 		for (j = 0; i < NSPLIT / 2 && j < 3; j++) {
 			u64 o = (i * 7 + j * 13) % (i + 1);
 
-			UT_EQ(put(idx, o, o + 1), 0);
+			UT_EQ(ekv_put(idx, o, o + 1), 0);
 			state[o] = o + 2;
 		}
 	}
-	verify(idx, state, NSPLIT, "after sequential inserts");
+	ekv_verify(idx, state, NSPLIT, "after sequential inserts");
 	s = lsum(idx);
 	ut_note("lodge: %llu leaf splits, %llu node splits: 2-way %llu, more %llu, capped %llu (multi on)",
 		(unsigned long long)s.leaf_splits, (unsigned long long)s.lin_splits,
@@ -367,7 +255,7 @@ static void lodge_splits(void)
 	idx = create(pool, "s");
 	for (j = 0; j < NSPLIT; j++) {
 		i = (j * 7919) % NSPLIT;
-		UT_EQ(put(idx, i, i + 3), 0);
+		UT_EQ(ekv_put(idx, i, i + 3), 0);
 		state[i] = i + 4;
 	}
 	s = lsum(idx);
@@ -375,7 +263,7 @@ static void lodge_splits(void)
 		(unsigned long long)s.lin_splits);
 	UT_ASSERT(s.pieces[2] > 0);
 	UT_EQ(multi_pieces(&s), 0);
-	verify(idx, state, NSPLIT, "multi off");
+	ekv_verify(idx, state, NSPLIT, "multi off");
 	reattach_crash_drop(&img, &pool, state, NSPLIT, "s");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
@@ -408,7 +296,7 @@ static void lodge_log_reclaim(void)
 		u64 v = prandom_u32_state(&rs) % 1000;
 
 		i = prandom_u32_state(&rs) % NLOG;
-		UT_EQ(put(idx, i, v), 0);
+		UT_EQ(ekv_put(idx, i, v), 0);
 		state[i] = v + 1;
 	}
 	s = lsum(idx);
@@ -418,7 +306,7 @@ static void lodge_log_reclaim(void)
 		(unsigned long long)((struct lodge *)idx->priv)->nlogs);
 	UT_ASSERT(s.log_frees > 100);
 	UT_ASSERT(s.log_frees_ooo > 0);
-	verify(idx, state, NLOG, "after updates");
+	ekv_verify(idx, state, NLOG, "after updates");
 	reattach_crash_drop(&img, &pool, state, NLOG, "l");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
@@ -444,20 +332,20 @@ static void lodge_deletes(void)
 	idx = create(pool, "d");
 	t = idx->priv;
 	for (i = 0; i < NDEL; i++) {
-		UT_EQ(put(idx, i, i), 0);
+		UT_EQ(ekv_put(idx, i, i), 0);
 		state[i] = i + 1;
 	}
 	leaves = atomic64_read(&t->nleaves);
-	UT_EQ(del(idx, NDEL + 7), -ENOENT);
+	UT_EQ(ekv_del(idx, NDEL + 7), -ENOENT);
 	for (i = 300; i < NDEL - 300; i++) {
-		UT_EQ(del(idx, i), 0);
+		UT_EQ(ekv_del(idx, i), 0);
 		state[i] = 0;
 	}
-	UT_EQ(del(idx, 500), -ENOENT);
-	verify(idx, state, NDEL, "after deletes");
+	UT_EQ(ekv_del(idx, 500), -ENOENT);
+	ekv_verify(idx, state, NDEL, "after deletes");
 	/* the buffered tombstones reach their leaves */
 	for (i = NDEL; i < 2 * NDEL && lsum(idx).merges < leaves / 2; i++) {
-		UT_EQ(put(idx, 0, i), 0);
+		UT_EQ(ekv_put(idx, 0, i), 0);
 		state[0] = i + 1;
 	}
 	s = lsum(idx);
@@ -466,7 +354,7 @@ static void lodge_deletes(void)
 		NDEL - 600, (unsigned long long)atomic64_read(&t->nleaves));
 	UT_ASSERT(s.merges > 0);
 	UT_ASSERT(atomic64_read(&t->nleaves) < leaves);
-	verify(idx, state, NDEL, "after unlinks");
+	ekv_verify(idx, state, NDEL, "after unlinks");
 	reattach_crash_drop(&img, &pool, state, NDEL, "d");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
@@ -495,17 +383,17 @@ static void lodge_drain(void)
 	idx = create(pool, "r");
 	t = idx->priv;
 	for (i = 0; i < NDRAIN; i++) {
-		UT_EQ(put(idx, i, i), 0);
+		UT_EQ(ekv_put(idx, i, i), 0);
 		state[i] = i + 1;
 	}
 	/* one write per node-sized run of cold keys, then hot updates */
 	for (i = 0; i < NDRAIN / 2; i += 40) {
-		UT_EQ(put(idx, i, i + 5), 0);
+		UT_EQ(ekv_put(idx, i, i + 5), 0);
 		state[i] = i + 6;
 	}
 	for (j = 0; j < 20000; j++) {
 		i = NDRAIN / 2 + j % 64;
-		UT_EQ(put(idx, i, j), 0);
+		UT_EQ(ekv_put(idx, i, j), 0);
 		state[i] = j + 1;
 		most = max_t(u64, most, t->nlogs);
 	}
@@ -515,7 +403,7 @@ static void lodge_drain(void)
 		p.log_max);
 	UT_ASSERT(s.drains > 0);
 	UT_ASSERT(most <= 2 * p.log_max + 4);
-	verify(idx, state, NDRAIN, "after drains");
+	ekv_verify(idx, state, NDRAIN, "after drains");
 	reattach_crash_drop(&img, &pool, state, NDRAIN, "r");
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
@@ -528,13 +416,6 @@ static void lodge_drain(void)
 #define TKEYS	3000
 #define TROUNDS	1500
 
-struct targ {
-	struct pmidx_index	*idx;
-	unsigned int		id;
-	_Atomic int		*stop;
-	unsigned long		errors, checks;
-};
-
 /* CHECKs done so far: writers go on until some ran beside them */
 static _Atomic unsigned long nchecks;
 #define TCHECKS	20
@@ -542,7 +423,7 @@ static _Atomic unsigned long nchecks;
 /* key n is stable (value n) for even n; writers churn the odd ones */
 static void *writer(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 	struct rnd_state rs;
 	u8 k[256], v[300];
 	unsigned int r;
@@ -551,7 +432,7 @@ static void *writer(void *p)
 	for (r = 0; r < TROUNDS || (nchecks < TCHECKS && r < 100 * TROUNDS);
 	     r++) {
 		u64 n = (prandom_u32_state(&rs) % (TKEYS / 2)) * 2 + 1;
-		u32 kl = key_of(n, k), vl = prandom_u32_state(&rs) % 300;
+		u32 kl = ekv_key(n, k), vl = prandom_u32_state(&rs) % 300;
 		int ret;
 
 		memset(v, r, vl);
@@ -565,44 +446,10 @@ static void *writer(void *p)
 	return NULL;
 }
 
-static void *reader(void *p)
-{
-	struct targ *a = p;
-	u8 k[256], v[300];
-	u64 n = a->id;
-
-	while (!*a->stop) {
-		u32 kl, vl = sizeof(v);
-
-		n = (n + 2 * 7919) % TKEYS & ~1ULL;
-		kl = key_of(n, k);
-		if (a->idx->ops->get(a->idx, k, kl, v, &vl) || vl != 8) {
-			a->errors++;
-			continue;
-		}
-		a->errors += !!memcmp(v, &n, 8);
-	}
-	return NULL;
-}
-
-static void *scanner(void *p)
-{
-	struct targ *a = p;
-
-	while (!*a->stop) {
-		struct counter c = { .sink.emit = count_emit };
-
-		a->errors += !!a->idx->ops->scan(a->idx, NULL, 0, false, NULL, 0,
-						 &c.sink);
-		a->errors += c.bad || c.n < TKEYS / 2;
-	}
-	return NULL;
-}
-
 /* CHECK under writers: 0 or -EAGAIN, never -EUCLEAN */
 static void *checker(void *p)
 {
-	struct targ *a = p;
+	struct ekv_thread *a = p;
 
 	while (!*a->stop) {
 		const char *why = NULL;
@@ -625,30 +472,27 @@ static void lodge_threads(void)
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct lparams p = small;
-	struct targ args[NTH];
+	struct ekv_thread args[NTH];
 	pthread_t th[NTH];
 	_Atomic int stop = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, keys;
+	u64 keys;
 	int i;
 
 	p.log_max = 32;		/* drains under the writers too */
 	set_params(&p);
 	nchecks = 0;
 	idx = create(pool, "t");
-	for (n = 0; n < TKEYS; n += 2) {
-		u8 k[256];
-		u32 kl = key_of(n, k);
-
-		UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&n, 8, 0), 0);
-	}
+	ekv_put_stable(idx, TKEYS);
 	/* 0-3 writers, 4-5 readers, 6 scanner, 7 checker */
 	for (i = 0; i < NTH; i++) {
-		args[i] = (struct targ){ .idx = idx, .id = i, .stop = &stop };
+		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
+					       .keys = TKEYS, .stop = &stop };
 		UT_EQ(pthread_create(&th[i], NULL,
-				     i < 4 ? writer : i < 6 ? reader :
-				     i < 7 ? scanner : checker, &args[i]), 0);
+				     i < 4 ? writer : i < 6 ? ekv_stable_reader :
+				     i < 7 ? ekv_stable_scanner : checker,
+				     &args[i]), 0);
 	}
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
@@ -663,7 +507,7 @@ static void lodge_threads(void)
 		(unsigned long long)lsum(idx).drains, args[7].checks);
 	UT_ASSERT(args[7].checks >= 2);
 	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
-	UT_EQ(scan_all(idx, 0), keys);
+	UT_EQ(ekv_scan_all(idx, 0), keys);
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
 	set_params(&defaults);
@@ -714,11 +558,11 @@ static int wl_lodge(struct crashsim *cs, void *img, u64 size, void *arg)
 
 		if (d && i >= a->ops / 2)
 			n = sweep++ % CKEYS;
-		kl = key_of(n, k);
+		kl = ekv_key(n, k);
 
 		op = crashsim_op_begin(cs, d ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
 				       "kv", k, kl, v);
-		ret = d ? del(idx, n) : put(idx, n, v);
+		ret = d ? ekv_del(idx, n) : ekv_put(idx, n, v);
 		if (ret && !(d && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
@@ -766,7 +610,7 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 	}
 	for (n = 0; n < CKEYS; n++) {
 		u8 k[256];
-		u32 kl = key_of(n, k), gl = sizeof(cgbuf);
+		u32 kl = ekv_key(n, k), gl = sizeof(cgbuf);
 		int ret = idx->ops->get(idx, k, kl, cgbuf, &gl);
 		unsigned int x;
 		u64 v = 0;
@@ -777,7 +621,7 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 		}
 		crashsim_expect(cs, k, kl, &e);
 		for (x = 0; !ret && x < e.n; x++) {
-			u32 vl = val_of(e.value[x], cvbuf);
+			u32 vl = ekv_val(e.value[x], cvbuf);
 
 			if (e.present[x] && gl == vl && !memcmp(cgbuf, cvbuf, vl))
 				v = e.value[x];
@@ -794,7 +638,7 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 	else if (keys != live)
 		crashsim_fail(cs, "check counts %llu keys, get %llu",
 			      (unsigned long long)keys, (unsigned long long)live);
-	if (scan_all(idx, 0) != live)
+	if (ekv_scan_all(idx, 0) != live)
 		crashsim_fail(cs, "scan disagrees with get");
 	/*
 	 * Writes after recovery: the rebuilt buffers and counts hold. Not
@@ -803,7 +647,7 @@ static int check_image(struct crashsim *cs, const struct crashsim_point *pt,
 	 */
 	for (n = 0; (pool->flags & PMIDX_POOL_F_RECOVERED) && n < CKEYS; n += 5) {
 		u8 k[256];
-		u32 kl = key_of(n, k), gl = sizeof(cgbuf);
+		u32 kl = ekv_key(n, k), gl = sizeof(cgbuf);
 
 		if (!idx->ops->get(idx, k, kl, cgbuf, &gl) &&
 		    idx->ops->put(idx, k, kl, cgbuf, gl, 0))
@@ -827,19 +671,11 @@ static void run(const char *name, unsigned int ops, const struct lparams *p)
 	};
 	struct crashsim_config cfg = {
 		.pool_size = 32ULL << 20, .seed = ut_seed, .variants = 2,
-		.samples = samples, .exhaustive_max = samples, .only_point = -1,
-		.only_variant = -1, .save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.samples = samples, .exhaustive_max = samples,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	set_params(p);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	set_params(&defaults);
@@ -852,12 +688,7 @@ static void run(const char *name, unsigned int ops, const struct lparams *p)
 	       (unsigned long long)arg.s.log_frees,
 	       (unsigned long long)arg.s.log_frees_ooo,
 	       (unsigned long long)arg.s.drains);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 	/* long enough that leaves, blobs and logs were freed and reused */
 	if (cfg.only_point < 0) {
 		UT_ASSERT(arg.s.merges > 0 && arg.s.log_frees > 0);
@@ -900,5 +731,6 @@ int main(int argc, char **argv)
 		samples = strtoul(e, NULL, 0);
 	if (crashsim_parse_model(&argc, argv))
 		return 2;
+	ekv_use(&kv);
 	return ut_main(argc, argv, "lodge-crash", tests, ARRAY_SIZE(tests));
 }

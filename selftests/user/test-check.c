@@ -28,6 +28,7 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "engines/ccl/ccl.h"
+#include "engine-kv.h"
 #include "harness.h"
 
 #define SZ		(64ULL << 20)
@@ -35,33 +36,10 @@
 #define ST(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define ADD(x, v)	__atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 
-/* key i: 8 bytes, or 40 bytes for every 7th (a blob) */
-static u32 make_key(u64 i, u8 *k)
-{
-	u32 len = i % 7 == 3 ? 40 : 8;
-	u64 be = cpu_to_be64(i * 0x9e3779b97f4a7c15ULL >> 8);
-
-	memset(k, 'k', len);
-	memcpy(k, &be, 8);
-	if (len > 8)
-		memcpy(k + len - 8, &be, 8);
-	return len;
-}
-
-/* value v: 8 bytes, or 100 bytes for every 5th (a blob) */
-static u32 make_val(u64 v, u8 *b)
-{
-	u32 len = v % 5 == 1 ? 100 : 8, i;
-
-	for (i = 0; i < len; i++)
-		b[i] = (u8)(v >> (8 * (i % 8)));
-	return len;
-}
-
 static int kv_put(struct pmidx_index *idx, u64 i, u64 v, u32 flags)
 {
 	u8 k[64], b[128];
-	u32 kl = make_key(i, k), vl = make_val(v, b);
+	u32 kl = ekv_hkey(i, k), vl = ekv_hval(v, b);
 
 	return idx->ops->put(idx, k, kl, b, vl, flags);
 }
@@ -70,16 +48,7 @@ static int kv_del(struct pmidx_index *idx, u64 i)
 {
 	u8 k[64];
 
-	return idx->ops->del(idx, k, make_key(i, k));
-}
-
-static bool engine_available(u32 e)
-{
-	if (!pmidx_engine_ops(e)) {
-		ut_note("engine %s: not built in, skipped", pmidx_engine_name(e));
-		return false;
-	}
-	return true;
+	return idx->ops->del(idx, k, ekv_hkey(i, k));
 }
 
 static u64 stat_keys(struct pmidx_index *idx)
@@ -276,7 +245,7 @@ static void check_storm(void)
 	u32 e;
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++)
-		if (engine_available(e))
+		if (ekv_engine_available(e))
 			storm_one(e, ms);
 }
 
@@ -342,7 +311,7 @@ static void key_counts(void)
 		void *img, *crash;
 		bool *live;
 
-		if (!engine_available(e))
+		if (!ekv_engine_available(e))
 			continue;
 		if (e == PMIDX_ENGINE_CCL)
 			ccl_params(false);

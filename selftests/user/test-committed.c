@@ -5,6 +5,7 @@
  *  - create enables the intent records and flags the index committed;
  *    attach refuses a committed index without intents, and an index
  *    whose mode differs from its engine's ("re-create the index");
+ *    both refuse committed mode on more CPUs than the intents cover;
  *  - drop-index of a committed index goes through DROPPING and frees
  *    every object on media (pmidx_free_committed_now()); a crash during
  *    it, or during the drop the next attach resumes, leaks nothing;
@@ -283,6 +284,71 @@ static void committed_refusals(void)
 	ut_img_free(img, SZ);
 }
 
+/*
+ * Committed-mode review M1: the intent records cover PMIDX_TXN_CPUS_MAX
+ * CPUs (alloc.h, "Records in flight"). Above that an attach of a pool
+ * with a committed index is refused (clean or after a crash) and leaves
+ * the image as it was; creating a committed index is refused; traced
+ * indexes go on.
+ */
+static void committed_cpu_limit(void)
+{
+	void *img = ut_img_alloc(SZ), *dup, *copy;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+
+	UT_ASSERT(PMIDX_TXN_CPUS_MAX >= 1024);
+	toy_engines_register(true);
+	UT_EQ(pmidx_index_create(pool, "t", TOY_TRACED_ID, &idx, &why), 0);
+	put_kv(idx, 1, 0);
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX + 1;
+	UT_EQ(pmidx_index_create(pool, "c", TOY_COMMITTED_ID, &idx, &why),
+	      -EOPNOTSUPP);
+	UT_ASSERT_MSG(strstr(why, "CPUs"), "why: %s", why);
+	UT_ASSERT(!lookup(pool, "c"));
+	UT_ASSERT(!(le64_to_cpu(pool->sb.feat_incompat) &
+		    PMIDX_FEAT_INCOMPAT_COMMITTED_IDX));
+	UT_EQ(pmidx_index_create(pool, "t2", TOY_TRACED_ID, &idx, &why), 0);
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX;
+	UT_EQ(pmidx_index_create(pool, "c", TOY_COMMITTED_ID, &idx, &why), 0);
+	put_kv(idx, 2, 0);
+	dup = ut_img_dup(img, SZ);		/* a crash */
+	pmidx_pool_close(pool);
+
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX + 1;
+	copy = ut_img_dup(img, SZ);
+	UT_EQ(ut_pool_open_err(img, SZ, &why), -EOPNOTSUPP);
+	UT_ASSERT_MSG(strstr(why, "CPUs"), "why: %s", why);
+	UT_ASSERT(!memcmp(img, copy, SZ));
+	ut_img_free(copy, SZ);
+	copy = ut_img_dup(dup, SZ);
+	UT_EQ(ut_pool_open_err(dup, SZ, &why), -EOPNOTSUPP);
+	UT_ASSERT(!memcmp(dup, copy, SZ));
+	ut_img_free(copy, SZ);
+
+	/* a module without the engine serves the rest: no txn runs */
+	pmidx_test_engines[TOY_COMMITTED_ID] = &pmidx_test_engine_absent;
+	pool = ut_pool_open(img, SZ);
+	UT_ASSERT(!lookup(pool, "c")->opened);
+	get_kv(lookup(pool, "t"), 1, 0);
+	pmidx_pool_close(pool);
+	toy_engines_register(true);
+
+	pmidx_test_nr_cpus = PMIDX_TXN_CPUS_MAX;
+	pmidx_recovery_verify = true;
+	pool = ut_pool_open(dup, SZ);
+	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
+	get_kv(lookup(pool, "c"), 2, 0);
+	get_kv(lookup(pool, "t"), 1, 0);
+	pmidx_pool_close(pool);
+	pmidx_recovery_verify = false;
+	pmidx_test_nr_cpus = 0;
+	toy_engines_register(false);
+	ut_img_free(dup, SZ);
+	ut_img_free(img, SZ);
+}
+
 /* ---- a drop waiting for its engine (review H1) ------------------------- */
 
 #define BIG_SZ		(64ULL << 20)
@@ -498,33 +564,6 @@ struct wl_arg {
 	u32	keys;
 };
 
-static int op_create(struct crashsim *cs, struct pmidx_pool *pool,
-		     const char *name, u32 engine)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
-					    strlen(name), engine);
-	struct pmidx_index *idx;
-	const char *why = NULL;
-	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
-static int op_drop(struct crashsim *cs, struct pmidx_pool *pool,
-		   const char *name)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
-					    strlen(name), 0);
-	const char *why = NULL;
-	int ret = pmidx_index_drop(pool, name, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
 /* model key "NAME/kK" */
 static int op_put(struct crashsim *cs, struct pmidx_pool *pool,
 		  const char *name, u32 k, u32 ver)
@@ -646,20 +685,20 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 	pool = op_open(img, size);
 	if (!pool)
 		return -EIO;
-	ret = op_create(cs, pool, "c", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "c", TOY_COMMITTED_ID);
 	if (!ret && a->mix)
-		ret = op_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
-		      op_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
-		      op_create(cs, pool, "t", TOY_TRACED_ID);
+		ret = crashsim_index_create(cs, pool, "k", PMIDX_ENGINE_CCL) ?:
+		      crashsim_index_create(cs, pool, "u", PMIDX_ENGINE_UTREE) ?:
+		      crashsim_index_create(cs, pool, "t", TOY_TRACED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? mixed : cm, a->mix ? 4 : 1,
 			       a->keys, steps);
 	if (!ret) {
-		ret = op_drop(cs, pool, "c");
+		ret = crashsim_index_drop(cs, pool, "c");
 		forget_keys(cs, "c", a->keys);
 	}
 	if (!ret)
-		ret = op_create(cs, pool, "d", TOY_COMMITTED_ID);
+		ret = crashsim_index_create(cs, pool, "d", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, dm, 1, a->keys, steps / 2);
 	if (ret) {
@@ -675,12 +714,12 @@ static int wl_committed(struct crashsim *cs, void *img, u64 size, void *arg)
 		return -EIO;
 	crashsim_op_ack(cs, op);
 	forget_keys(cs, "d", a->keys);
-	ret = op_create(cs, pool, "e", TOY_COMMITTED_ID);
+	ret = crashsim_index_create(cs, pool, "e", TOY_COMMITTED_ID);
 	if (!ret)
 		ret = kv_round(cs, pool, a->mix ? after : em, a->mix ? 4 : 1,
 			       a->keys, steps / 2);
 	if (!ret && a->mix)
-		ret = op_drop(cs, pool, "t");
+		ret = crashsim_index_drop(cs, pool, "t");
 	pmidx_pool_close(pool);
 	return ret;
 }
@@ -772,31 +811,18 @@ static void run(const char *name, bool mix, bool at_flushes, u32 keys,
 	};
 	struct crashsim_config cfg = {
 		.seed = ut_seed, .variants = 2, .samples = samples,
-		.exhaustive_max = samples, .only_point = -1, .only_variant = -1,
-		.at_flushes = at_flushes,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
+		.exhaustive_max = samples, .at_flushes = at_flushes,
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	e = getenv("PMIDX_CRASH_POINT");
-	if (e)
-		cfg.only_point = strtol(e, NULL, 0);
-	e = getenv("PMIDX_CRASH_VARIANT");
-	if (e)
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	toy_engines_register(true);
 	pmidx_recovery_verify = true;
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	pmidx_recovery_verify = false;
 	toy_engines_register(false);
 	crashsim_print_result(name, &cfg, &res);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	UT_ASSERT_MSG(!res.unflushed_at_end, "%llu lines never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, true);
 }
 
 /* committed toy only, every fence and flush a crash point */
@@ -815,6 +841,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(committed_create_drop),
 	UT_TEST(committed_drop_resume),
 	UT_TEST(committed_refusals),
+	UT_TEST(committed_cpu_limit),
 	UT_TEST(committed_drop_absent_reuse),
 	UT_TEST(committed_drop_absent_frozen),
 	UT_TEST(committed_crash_drop),

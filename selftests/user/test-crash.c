@@ -35,6 +35,8 @@ static unsigned int scale = 1;
 
 /* ---- operations, bracketed for the model -------------------------------------------- */
 
+/* (creating and dropping an index: crashsim_index_create(), crashsim_index_drop()) */
+
 static int op_format(struct crashsim *cs, void *img, u64 size)
 {
 	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
@@ -56,32 +58,6 @@ static struct pmidx_pool *op_open(void *img, u64 size, bool eadr)
 		return NULL;
 	}
 	return pool;
-}
-
-static int op_create(struct crashsim *cs, struct pmidx_pool *pool,
-		     const char *name, u32 engine)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
-					    strlen(name), engine);
-	struct pmidx_index *idx;
-	const char *why = NULL;
-	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
-}
-
-static int op_drop(struct crashsim *cs, struct pmidx_pool *pool, const char *name)
-{
-	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
-					    strlen(name), 0);
-	const char *why = NULL;
-	int ret = pmidx_index_drop(pool, name, &why);
-
-	if (!ret)
-		crashsim_op_ack(cs, op);
-	return ret;
 }
 
 struct wl_arg {
@@ -176,22 +152,23 @@ static int wl_basic(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < 10; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
+		if (crashsim_index_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
 			return -EIO;
 	for (i = 0; i < 10; i += 3)
-		if (op_drop(cs, pool, nm(buf, "ix", i)))
+		if (crashsim_index_drop(cs, pool, nm(buf, "ix", i)))
 			return -EIO;
 	pmidx_pool_close(pool);
 	pool = op_open(img, size, a->eadr);
 	if (!pool)
 		return -EIO;
 	for (i = 10; i < 13; i++)
-		if (op_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
+		if (crashsim_index_create(cs, pool, nm(buf, "ix", i), 1 + i % NR_ENGINES))
 			return -EIO;
-	if (op_drop(cs, pool, "ix1") || op_drop(cs, pool, "ix11"))
+	if (crashsim_index_drop(cs, pool, "ix1") ||
+	    crashsim_index_drop(cs, pool, "ix11"))
 		return -EIO;
 	/* a dropped name comes back with another engine */
-	if (op_create(cs, pool, "ix1", PMIDX_ENGINE_CCL))
+	if (crashsim_index_create(cs, pool, "ix1", PMIDX_ENGINE_CCL))
 		return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -217,32 +194,34 @@ static int wl_leak(struct crashsim *cs, void *img, u64 size, void *arg)
 	pool = op_open(img, size, a->eadr);
 	if (!pool)
 		return -EIO;
-	if (op_create(cs, pool, "keep0", PMIDX_ENGINE_CCL) ||
-	    op_create(cs, pool, "keep1", PMIDX_ENGINE_UTREE) ||
-	    op_create(cs, pool, "keep2", PMIDX_ENGINE_B3))
+	if (crashsim_index_create(cs, pool, "keep0", PMIDX_ENGINE_CCL) ||
+	    crashsim_index_create(cs, pool, "keep1", PMIDX_ENGINE_UTREE) ||
+	    crashsim_index_create(cs, pool, "keep2", PMIDX_ENGINE_B3))
 		return -EIO;
 	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "leak", NULL, 0, 0);
 	if (pmidx_alloc_test_run(pool, &t, &why))
 		return -EIO;
 	crashsim_op_ack(cs, op);
-	if (op_create(cs, pool, "after", PMIDX_ENGINE_UTREE) ||
-	    op_drop(cs, pool, "keep0"))
+	if (crashsim_index_create(cs, pool, "after", PMIDX_ENGINE_UTREE) ||
+	    crashsim_index_drop(cs, pool, "keep0"))
 		return -EIO;
 	pmidx_pool_close(pool);			/* not clean: needs_trace */
 	for (i = 0; i < 2; i++) {
 		pool = op_open(img, size, a->eadr);
 		if (!pool)
 			return -EIO;
-		if (op_create(cs, pool, nm(buf, "round", i), PMIDX_ENGINE_UTREE))
+		if (crashsim_index_create(cs, pool, nm(buf, "round", i), PMIDX_ENGINE_UTREE))
 			return -EIO;
 		pmidx_pool_close(pool);
 	}
 	pool = op_open(img, size, a->eadr);
 	if (!pool)
 		return -EIO;
-	if (op_drop(cs, pool, "keep1") || op_drop(cs, pool, "keep2") ||
-	    op_drop(cs, pool, "after") ||
-	    op_drop(cs, pool, "round0") || op_drop(cs, pool, "round1"))
+	if (crashsim_index_drop(cs, pool, "keep1") ||
+	    crashsim_index_drop(cs, pool, "keep2") ||
+	    crashsim_index_drop(cs, pool, "after") ||
+	    crashsim_index_drop(cs, pool, "round0") ||
+	    crashsim_index_drop(cs, pool, "round1"))
 		return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -262,13 +241,13 @@ static int wl_table(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (!pool)
 		return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++)
-		if (op_create(cs, pool, nm(buf, "t", i), 1 + i % NR_ENGINES))
+		if (crashsim_index_create(cs, pool, nm(buf, "t", i), 1 + i % NR_ENGINES))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
-		if (op_drop(cs, pool, nm(buf, "t", i)))
+		if (crashsim_index_drop(cs, pool, nm(buf, "t", i)))
 			return -EIO;
 	for (i = 0; i < PMIDX_MAX_INDEXES; i += 3)
-		if (op_create(cs, pool, nm(buf, "u", i), 1 + (i + 1) % NR_ENGINES))
+		if (crashsim_index_create(cs, pool, nm(buf, "u", i), 1 + (i + 1) % NR_ENGINES))
 			return -EIO;
 	pmidx_pool_close(pool);
 	return 0;
@@ -302,9 +281,10 @@ static int wl_random(struct crashsim *cs, void *img, u64 size, void *arg)
 			continue;
 		}
 		if (live[k]) {
-			if (op_drop(cs, pool, nm(buf, "r", k)))
+			if (crashsim_index_drop(cs, pool, nm(buf, "r", k)))
 				return -EIO;
-		} else if (op_create(cs, pool, nm(buf, "r", k), 1 + (r >> 8) % NR_ENGINES)) {
+		} else if (crashsim_index_create(cs, pool, nm(buf, "r", k),
+						 1 + (r >> 8) % NR_ENGINES)) {
 			return -EIO;
 		}
 		live[k] = !live[k];
@@ -328,26 +308,13 @@ static void run(const char *name, int (*fn)(struct crashsim *, void *, u64, void
 		.variants = variants, .samples = samples * scale,
 		/* a sample size asks for sampling once the history is longer */
 		.exhaustive_max = samples * scale,
-		.only_point = -1, .only_variant = -1,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *e;
 
-	if ((e = getenv("PMIDX_CRASH_POINT")))
-		cfg.only_point = strtol(e, NULL, 0);
-	if ((e = getenv("PMIDX_CRASH_VARIANT")))
-		cfg.only_variant = strtol(e, NULL, 0);
+	crashsim_config_env(&cfg);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
 	crashsim_print_result(name, &cfg, &res);
-	UT_ASSERT(res.points > 0 && res.images >= res.points);
-	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
-		      (unsigned long long)res.failures);
-	/* a store never flushed by the end is a missing flush */
-	UT_ASSERT_MSG(!all_flushed || !res.unflushed_at_end,
-		      "%llu lines written but never made durable",
-		      (unsigned long long)res.unflushed_at_end);
+	UT_CRASH_OK(res, all_flushed);
 }
 
 static void crash_basic_adr(void)
@@ -431,7 +398,7 @@ static int wl_toy(struct crashsim *cs, void *img, u64 size, void *arg)
 	if (op_format(cs, img, size))
 		return -EIO;
 	pool = op_open(img, size, a->eadr);
-	if (!pool || op_create(cs, pool, "toy", PMIDX_ENGINE_CCL))
+	if (!pool || crashsim_index_create(cs, pool, "toy", PMIDX_ENGINE_CCL))
 		return -EIO;
 	idx = pmidx_index_lookup(pool, "toy");
 	if (!idx)

@@ -16,45 +16,23 @@
 #include "core/engine.h"
 #include "engines/utree/utree.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 
 #define SZ		(64ULL << 20)
 #define NKEYS		1500
 
-/* key i: 8 bytes big-endian, or 40 bytes for every 7th ("long") */
-static u32 make_key(u64 i, u8 *k)
-{
-	u32 len = i % 7 == 3 ? 40 : 8;
-	u64 be = cpu_to_be64(i * 0x9e3779b97f4a7c15ULL >> 8);
-
-	memset(k, 'k', len);
-	memcpy(k, &be, 8);
-	if (len > 8)
-		memcpy(k + len - 8, &be, 8);
-	return len;
-}
-
-/* value v: 8 bytes, or 100 bytes for every 5th; decodes back to v */
-static u32 make_val(u64 v, u8 *b)
-{
-	u32 len = v % 5 == 1 ? 100 : 8, i;
-
-	for (i = 0; i < len; i++)
-		b[i] = (u8)(v >> (8 * (i % 8)));
-	return len;
-}
-
 static bool val_is(const u8 *b, u32 len, u64 v)
 {
 	u8 want[128];
 
-	return len == make_val(v, want) && !memcmp(b, want, len);
+	return len == ekv_hval(v, want) && !memcmp(b, want, len);
 }
 
 static int kv_put(struct pmidx_index *idx, u64 i, u64 v)
 {
 	u8 k[64], b[128];
-	u32 kl = make_key(i, k), vl = make_val(v, b);
+	u32 kl = ekv_hkey(i, k), vl = ekv_hval(v, b);
 
 	return idx->ops->put(idx, k, kl, b, vl, 0);
 }
@@ -62,7 +40,7 @@ static int kv_put(struct pmidx_index *idx, u64 i, u64 v)
 static int kv_get(struct pmidx_index *idx, u64 i, u64 *v, bool *ok)
 {
 	u8 k[64], b[256];
-	u32 kl = make_key(i, k), vl = sizeof(b);
+	u32 kl = ekv_hkey(i, k), vl = sizeof(b);
 	int ret = idx->ops->get(idx, k, kl, b, &vl);
 
 	if (ret < 0)
@@ -74,41 +52,9 @@ static int kv_get(struct pmidx_index *idx, u64 i, u64 *v, bool *ok)
 static int kv_del(struct pmidx_index *idx, u64 i)
 {
 	u8 k[64];
-	u32 kl = make_key(i, k);
+	u32 kl = ekv_hkey(i, k);
 
 	return idx->ops->del(idx, k, kl);
-}
-
-struct counter {
-	struct pmidx_scan_sink	sink;
-	u64			n;
-	u8			last[PMIDX_KEY_MAX];
-	u32			last_len;
-	bool			unordered;
-};
-
-static int count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen)
-{
-	struct counter *c = container_of(sink, struct counter, sink);
-
-	if (c->n && pmidx_key_cmp(c->last, c->last_len, key, klen) >= 0)
-		c->unordered = true;
-	memcpy(c->last, key, klen);
-	c->last_len = klen;
-	c->n++;
-	return 0;
-}
-
-static bool engine_available(u32 e)
-{
-	const struct pmidx_engine_ops *ops = pmidx_engine_ops(e);
-
-	if (!ops) {
-		ut_note("engine %s: not built in, skipped", pmidx_engine_name(e));
-		return false;
-	}
-	return true;
 }
 
 /* state[i]: 0 absent, else value + 1 */
@@ -116,7 +62,7 @@ static void verify(struct pmidx_index *idx, const u64 *state, const char *when)
 {
 	u64 i, live = 0, keys = 0;
 	const char *why = NULL;
-	struct counter c = { .sink.emit = count_emit };
+	struct ekv_counter c = { .sink.emit = ekv_count_emit };
 
 	for (i = 0; i < NKEYS; i++) {
 		u64 v = state[i] ? state[i] - 1 : 0;
@@ -141,7 +87,7 @@ static void verify(struct pmidx_index *idx, const u64 *state, const char *when)
 	if (idx->ops->scan) {
 		UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
 		UT_EQ(c.n, live);
-		UT_ASSERT(!c.unordered);
+		UT_ASSERT(!c.bad);
 	}
 }
 
@@ -163,7 +109,7 @@ static void engine_kv_roundtrip(void)
 		const char *why = NULL;
 		u64 *state, i;
 
-		if (!engine_available(e))
+		if (!ekv_engine_available(e))
 			continue;
 		verify_for(e);
 		state = calloc(NKEYS, sizeof(*state));
@@ -255,7 +201,7 @@ static int kv_workload(struct crashsim *cs, void *img, u64 size, void *arg)
 	for (i = 0; i < a->ops; i++) {
 		u64 k = prandom_u32_state(&rs) % 64, v = prandom_u32_state(&rs);
 		u8 key[64];
-		u32 kl = make_key(k, key);
+		u32 kl = ekv_hkey(k, key);
 		bool del = prandom_u32_state(&rs) % 4 == 0;
 
 		op = crashsim_op_begin(cs, del ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
@@ -303,7 +249,7 @@ static int kv_check(struct crashsim *cs, const struct crashsim_point *pt,
 	}
 	for (k = 0; k < 64; k++) {
 		u8 key[64], b[256];
-		u32 kl = make_key(k, key), vl = sizeof(b);
+		u32 kl = ekv_hkey(k, key), vl = sizeof(b);
 		int ret = idx->ops->get(idx, key, kl, b, &vl);
 		bool present = !ret;
 		u64 v = 0;
@@ -348,7 +294,7 @@ static void engine_crash_kv(void)
 		};
 		struct crashsim_result res;
 
-		if (!engine_available(e))
+		if (!ekv_engine_available(e))
 			continue;
 		verify_for(e);
 		UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
@@ -380,7 +326,7 @@ static u64 utc_node(struct utree *t, u64 i)
 	u8 key[64];
 	u64 node;
 
-	ut_skey_init(&k, key, make_key(i, key));
+	ut_skey_init(&k, key, ekv_hkey(i, key));
 	pmidx_epoch_enter(&t->pool->epoch);
 	node = ut_tree_get(t, &k);
 	pmidx_epoch_exit(&t->pool->epoch);
@@ -452,7 +398,7 @@ static const char *utc_check(struct pmidx_index *idx)
  */
 static void utree_corrupt_clean(void)
 {
-	struct counter c = { .sink.emit = count_emit };
+	struct ekv_counter c = { .sink.emit = ekv_count_emit };
 	struct pmidx_pool *pool;
 	struct pmidx_index *idx;
 	struct ut_lnode *n;
@@ -462,7 +408,7 @@ static void utree_corrupt_clean(void)
 	u64 v, w, kw;
 	bool ok;
 
-	if (!engine_available(PMIDX_ENGINE_UTREE))
+	if (!ekv_engine_available(PMIDX_ENGINE_UTREE))
 		return;
 	clean = utc_image(&m);
 

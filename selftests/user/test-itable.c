@@ -5,6 +5,7 @@
  */
 #include <linux/crc32.h>
 #include <shim/shim.h>
+#include "core/engine.h"
 #include "core/index_table.h"
 #include "harness.h"
 
@@ -61,8 +62,10 @@ static void itable_create_lookup_drop(void)
 	UT_EQ(pmidx_index_create(pool, "x", PMIDX_ENGINE_NONE, &a, &why), -EINVAL);
 	UT_EQ(pmidx_index_create(pool, "x", __PMIDX_ENGINE_MAX, &a, &why), -EINVAL);
 	/* an engine the build lacks: refused, nothing persisted */
+	pmidx_test_engines[PMIDX_ENGINE_PFART] = &pmidx_test_engine_absent;
 	UT_EQ(pmidx_index_create(pool, "x", PMIDX_ENGINE_PFART, &a, &why),
 	      -EOPNOTSUPP);
+	pmidx_test_engines[PMIDX_ENGINE_PFART] = NULL;
 	UT_ASSERT(!pmidx_index_lookup(pool, "x"));
 	UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 2);
 	old_id = a->id;

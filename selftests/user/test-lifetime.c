@@ -27,6 +27,7 @@
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "crashsim.h"
+#include "engine-kv.h"
 #include "harness.h"
 #include "engines/ccl/ccl.h"
 
@@ -101,16 +102,7 @@ static u32 key_of(unsigned int ix, unsigned int n, u8 *k)
 /* Value @id: 0..200 bytes, all derived from @id. */
 static u32 val_of(u64 id, u8 *v)
 {
-	u64 s = id * 0x9e3779b97f4a7c15ULL + 7;
-	u32 len = id % (VMAX + 1), i;
-
-	for (i = 0; i < len; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		v[i] = s;
-	}
-	return len;
+	return ekv_bytes(id, 7, v, id % (VMAX + 1));
 }
 
 static bool val_is(const u8 *v, u32 len, u64 id)
@@ -395,18 +387,10 @@ static void run_engine(u32 e, u32 gc_every, const char *what)
 		.samples = env_uint("PMIDX_LIFETIME_POINTS", 300),
 		/* every point of histories up to this long (crash-long) */
 		.exhaustive_max = env_uint("PMIDX_LIFETIME_EXHAUSTIVE", 1),
-		.only_point = -1, .only_variant = -1,
-		.save_dir = getenv("PMIDX_CRASH_SAVE"),
-		.prefix = crashsim_prefix_default(),
 	};
 	struct crashsim_result res;
-	const char *pt = getenv("PMIDX_CRASH_POINT");
-	const char *vt = getenv("PMIDX_CRASH_VARIANT");
 
-	if (pt)
-		cfg.only_point = strtol(pt, NULL, 0);
-	if (vt)
-		cfg.only_variant = strtol(vt, NULL, 0);
+	crashsim_config_env(&cfg);
 	snprintf(name, sizeof(name), "%s+%s/%s", pmidx_engine_name(e),
 		 pmidx_engine_name(arg.partner), what);
 	/* committed mode: every crash attach is also traced and compared */

@@ -892,7 +892,10 @@ struct worker {
 	struct pmidx_req	q[PER_THREAD_MAX];
 };
 
-/* Puts in batches of 16, then single gets, on the thread's own ring. */
+/*
+ * Puts in batches of 16 (the last one shorter when PMIDX_OPS_PCT leaves a
+ * count that 16 does not divide), then single gets, on the thread's own ring.
+ */
 static int worker_run(struct worker *w, struct pmidx_ring *r)
 {
 	uint64_t base = (uint64_t)w->t << 32;
@@ -907,7 +910,9 @@ static int worker_run(struct worker *w, struct pmidx_ring *r)
 			.val_len = VAL_LEN, .res = 1 };
 	}
 	for (i = 0; i < PER_THREAD; i += 16) {
-		ret = RING_QUEUE(r, pmidx_ring_batch(r, w->q + i, 16, tally_done,
+		unsigned int n = PER_THREAD - i < 16 ? PER_THREAD - i : 16;
+
+		ret = RING_QUEUE(r, pmidx_ring_batch(r, w->q + i, n, tally_done,
 						     &w->tally));
 		if (ret)
 			return ret;
@@ -933,7 +938,8 @@ static int worker_run(struct worker *w, struct pmidx_ring *r)
 	for (i = 0; i < PER_THREAD; i++)
 		if (w->q[i].res || memcmp(w->out[i], w->vals[i], VAL_LEN))
 			return -EBADMSG;
-	return w->tally.n == PER_THREAD / 16 + PER_THREAD && !w->tally.bad ?
+	return w->tally.n == (PER_THREAD + 15) / 16 + PER_THREAD &&
+	       !w->tally.bad ?
 	       0 : -EIO;
 }
 

@@ -30,13 +30,6 @@
 
 #define INDEX_NAME	"data"
 
-static uint64_t test_seed(void)
-{
-	const char *s = getenv("PMIDX_SEED");
-
-	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
-}
-
 /* ---- reference ordered map ------------------------------------------ */
 
 struct ref_ent {

@@ -7,8 +7,8 @@
 
 pass=0 fail=0 n=0 skipped=0
 
-# The engines the suites cover, each when the module builds it (b3 only
-# in a module built with CONFIG_PMIDX_B3=y, README "Engines").
+# The engines the suites cover, each when the module serves it (a module
+# that does not has its tests skipped, named in the summary).
 ENGINES="ccl utree b3"
 
 # ok STATUS NAME: record one test result; true when it passed

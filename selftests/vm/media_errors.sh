@@ -12,8 +12,8 @@
 # blocks in pool metadata are named as such; the kernel log lists every
 # bad range with the pool structure it falls in. Bad blocks cannot be
 # cleared without the platform's help, so this runs on a throwaway device.
-# The pool holds an index of every engine the module builds (b3 only with
-# CONFIG_PMIDX_B3=y; a skipped test says so otherwise).
+# The pool holds an index of every engine the module serves (a skipped
+# test names an engine it does not).
 # Prints KTAP lines and a final "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.." || exit 1

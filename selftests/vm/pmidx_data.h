@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <linux/pmidx.h>
 
@@ -186,6 +188,14 @@ static inline uint64_t rng_next(uint64_t *s)
 static inline uint32_t rng_below(uint64_t *s, uint32_t n)
 {
 	return n ? (uint32_t)(rng_next(s) % n) : 0;
+}
+
+/* The seed of a randomized test: PMIDX_SEED=N, else from the time. */
+static inline uint64_t test_seed(void)
+{
+	const char *s = getenv("PMIDX_SEED");
+
+	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
 }
 
 #endif /* PMIDX_SELFTEST_DATA_H */

@@ -3,9 +3,9 @@
  * Races against pmidx.ko's lifetimes and locking, run inside the VM as
  * root with the production pmidx.ko loaded. Every test starts from a
  * freshly formatted, attached pool holding one index per engine the module
- * builds: ccl ("rc"), utree ("ru") and b3 ("rb"; only in a module built
- * with CONFIG_PMIDX_B3=y: the test all_engines is skipped, naming it, when
- * it is not, and the races run on the others); the racing ones spread
+ * builds: ccl ("rc"), utree ("ru") and b3 ("rb"; a module that does not
+ * serve an engine of the table has the test all_engines skipped, naming
+ * it, and the races run on the others); the racing ones spread
  * their work over those indexes and run for PMIDX_RACE_SECS seconds (default
  * 10; the debug-kernel tier runs 60, so lockdep, KASAN and kmemleak watch
  * them for longer). A racing thread that reports an error outside the

@@ -139,8 +139,10 @@ marker="pmidx-vm-cut-$RANDOM$RANDOM"
 run_vm cut --no-module --pmem "$W/cut.img:256M" --cut-after 2 -- \
 	"dd if=$W/marker of=/dev/pmem0 bs=4096 seek=100 oflag=direct status=none; sleep 100"
 check "--cut-after 2 on 'sleep 100' exits 200" "status $RC" [ "$RC" = 200 ]
-check "--cut-after returns quickly (${ELAPSED}s)" "took ${ELAPSED}s" \
-	[ "${ELAPSED%.*}" -lt 30 ]
+# well before the command's own 100 s: the cut, not the command, ended it
+# (the bound leaves room for a slow boot on a loaded machine)
+check "--cut-after ends the run before its command (${ELAPSED}s)" "took ${ELAPSED}s" \
+	[ "${ELAPSED%.*}" -lt 90 ]
 check "no QEMU process survives a power cut" "$(pgrep -af "qemu-system.*$W/")" no_qemu_left
 check "stores before the cut are in the backing file" "marker not found" \
 	grep -qa "$marker" "$W/cut.img"

@@ -201,6 +201,33 @@ void crashsim_op_ack(struct crashsim *cs, unsigned int id)
 	pthread_mutex_unlock(&cs->lock);
 }
 
+int crashsim_index_create(struct crashsim *cs, struct pmidx_pool *pool,
+			  const char *name, u32 engine)
+{
+	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "create", name,
+					    strlen(name), engine);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	int ret = pmidx_index_create(pool, name, engine, &idx, &why);
+
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
+int crashsim_index_drop(struct crashsim *cs, struct pmidx_pool *pool,
+			const char *name)
+{
+	unsigned int op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "drop", name,
+					    strlen(name), 0);
+	const char *why = NULL;
+	int ret = pmidx_index_drop(pool, name, &why);
+
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
 /* Called with cs->lock held (from a check) or from the workload thread. */
 void crashsim_expect(struct crashsim *cs, const void *key, u32 klen,
 		     struct crashsim_expect *e)
@@ -1146,6 +1173,17 @@ int crashsim_parse_model(int *argc, char **argv)
 		i--;
 	}
 	return 0;
+}
+
+void crashsim_config_env(struct crashsim_config *cfg)
+{
+	const char *e = getenv("PMIDX_CRASH_POINT");
+
+	cfg->only_point = e ? strtol(e, NULL, 0) : -1;
+	e = getenv("PMIDX_CRASH_VARIANT");
+	cfg->only_variant = e ? strtol(e, NULL, 0) : -1;
+	cfg->save_dir = getenv("PMIDX_CRASH_SAVE");
+	cfg->prefix = crashsim_prefix_default();
 }
 
 /* images per prefix point: the config's, else PMIDX_CRASH_PREFIX_IMAGES, else 16 */

@@ -157,6 +157,13 @@ bool crashsim_prefix_supported(void);
  */
 bool crashsim_prefix_default(void);
 int crashsim_parse_model(int *argc, char **argv);
+/*
+ * What a test's run takes from the environment into @cfg: the replay of
+ * one failure (PMIDX_CRASH_POINT=P PMIDX_CRASH_VARIANT=V, each -1, all,
+ * when unset), where failing images are saved (PMIDX_CRASH_SAVE=DIR) and
+ * the model (crashsim_prefix_default()).
+ */
+void crashsim_config_env(struct crashsim_config *cfg);
 
 /* ---- for run() ------------------------------------------------------------ */
 
@@ -170,6 +177,16 @@ enum crashsim_op_type {
 unsigned int crashsim_op_begin(struct crashsim *cs, u32 type, const char *tag,
 			       const void *key, u32 klen, u64 value);
 void crashsim_op_ack(struct crashsim *cs, unsigned int op);
+
+/*
+ * Index create and drop as ops of the model, keyed by the index's name:
+ * "create" puts @engine, "drop" deletes; acknowledged when they succeed.
+ * Return: what pmidx_index_create() / pmidx_index_drop() returned.
+ */
+int crashsim_index_create(struct crashsim *cs, struct pmidx_pool *pool,
+			  const char *name, u32 engine);
+int crashsim_index_drop(struct crashsim *cs, struct pmidx_pool *pool,
+			const char *name);
 
 /* ---- for check() ---------------------------------------------------------- */
 

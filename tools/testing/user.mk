@@ -46,7 +46,7 @@ USER_FUZZ_TIME	?= 30
 USER_SEED	?=
 USER_CRASH_ARGS	?=
 
-USER_CPPFLAGS	:= -D_GNU_SOURCE -DCONFIG_PMIDX_B3=1 -DCONFIG_PMIDX_LODGE=1 -DCONFIG_PMIDX_PFART=1 \
+USER_CPPFLAGS	:= -D_GNU_SOURCE -DCONFIG_PMIDX_LODGE=1 -DCONFIG_PMIDX_PFART=1 \
 		   -DPMIDX_TEST_ENGINES \
 		   -I tools/include -I uapi -I kmod -I tools/testing \
 		   -I selftests/user -I $(UB)/gen
@@ -61,6 +61,10 @@ USER_BASE	:= -std=gnu11 -g -pthread -fno-strict-aliasing -MMD -MP $(USER_WARN)
 # per-variant compiler and flags
 USER_CC_plain	:= $(USER_CC)
 USER_FL_plain	:= -O2
+# plain, position-independent: what a shared object links (the Python
+# binding's extension module, python/python.mk, via libpmidx/embedded.mk)
+USER_CC_pic	:= $(USER_CC)
+USER_FL_pic	:= -O2 -fPIC
 USER_CC_asan	:= $(USER_SAN_CC)
 USER_FL_asan	:= -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		   -fno-sanitize-recover=all
@@ -94,12 +98,12 @@ USER_SHIM_SRC	:= $(wildcard tools/testing/shim/*.c)
 USER_TOOL_SRC	:= tools/testing/pool_file.c tools/testing/crashsim.c \
 		   tools/testing/crashsim-model.c \
 		   tools/testing/xpline.c selftests/user/harness.c \
-		   selftests/user/toy-engine.c
+		   selftests/user/toy-engine.c selftests/user/engine-kv.c
 USER_LIB_SRC	:= $(USER_CORE_SRC) $(USER_ENGINE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC)
 USER_NOENG_SRC	:= $(USER_CORE_SRC) $(USER_SHIM_SRC) $(USER_TOOL_SRC) \
 		   tools/testing/null-engine.c
 
-USER_VARIANTS	:= plain asan tsan fuzz replay prefix
+USER_VARIANTS	:= plain asan tsan fuzz replay prefix pic
 
 # tests of every engine through the engine ops (selftests/user/test-NAME.c)
 USER_ENG_TESTS	:= engines lifetime check

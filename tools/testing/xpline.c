@@ -13,6 +13,7 @@ struct xp_entry {
 	u64	tag;		/* XPLine number */
 	u64	stamp;		/* LRU clock */
 	u32	mask;		/* lines written */
+	u32	cls[XPLINE_CLASSES];	/* line flushes merged, per source */
 };
 
 struct xpline_model {
@@ -24,12 +25,33 @@ struct xpline_model {
 	unsigned int			nbuf, cap, lines_per_xp;
 	u64				clock;
 	struct xpline_stats		st;
+	unsigned int			cur_cls;	/* of the flush call */
 };
+
+/* The XPLine's media bytes, shared by its line flushes' sources. */
+static void share(struct xpline_model *m, const struct xp_entry *e)
+{
+	u64 n = 0, given = 0, b;
+	unsigned int c, top = 0;
+
+	for (c = 0; c < XPLINE_CLASSES; c++) {
+		n += e->cls[c];
+		if (e->cls[c] > e->cls[top])
+			top = c;
+	}
+	for (c = 0; c < XPLINE_CLASSES; c++) {
+		b = m->cfg.xpline_bytes * (u64)e->cls[c] / n;
+		m->st.cls_media_bytes[c] += b;
+		given += b;
+	}
+	m->st.cls_media_bytes[top] += m->cfg.xpline_bytes - given;
+}
 
 static void evict(struct xpline_model *m, unsigned int i)
 {
 	struct xp_entry *e = &m->buf[i];
 
+	share(m, e);
 	m->st.xpline_writes++;
 	m->st.media_write_bytes += m->cfg.xpline_bytes;
 	if (e->mask != (1U << m->lines_per_xp) - 1) {
@@ -46,10 +68,12 @@ static void line_flushed(struct xpline_model *m, u64 line)
 	unsigned int i, lru = 0;
 
 	m->st.lines++;
+	m->st.cls_lines[m->cur_cls]++;
 	m->clock++;
 	for (i = 0; i < m->nbuf; i++) {
 		if (m->buf[i].tag == tag) {
 			m->st.hits++;
+			m->buf[i].cls[m->cur_cls]++;
 			m->buf[i].mask |= bit;
 			m->buf[i].stamp = m->clock;
 			return;
@@ -60,9 +84,11 @@ static void line_flushed(struct xpline_model *m, u64 line)
 	m->st.misses++;
 	if (m->nbuf == m->cap)
 		evict(m, lru);
+	memset(&m->buf[m->nbuf], 0, sizeof(m->buf[0]));
 	m->buf[m->nbuf].tag = tag;
 	m->buf[m->nbuf].mask = bit;
 	m->buf[m->nbuf].stamp = m->clock;
+	m->buf[m->nbuf].cls[m->cur_cls] = 1;
 	m->nbuf++;
 }
 
@@ -80,6 +106,12 @@ static void xp_flush(void *priv, const void *addr, size_t len)
 	last = (a - base + len - 1) / LINE;
 	pthread_mutex_lock(&m->lock);
 	m->st.flush_calls++;
+	m->cur_cls = 0;
+	if (m->cfg.classify) {
+		m->cur_cls = m->cfg.classify(m->cfg.classify_priv, a - base, len);
+		if (m->cur_cls >= XPLINE_CLASSES)
+			m->cur_cls = XPLINE_CLASSES - 1;
+	}
 	for (l = first; l <= last; l++)
 		line_flushed(m, l);
 	pthread_mutex_unlock(&m->lock);

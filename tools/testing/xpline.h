@@ -17,6 +17,14 @@
  * can sit under a real run (pmidx-bench's in-process mode) unchanged.
  * Addresses are taken relative to @base, so XPLine boundaries are those
  * of the pool (the pool is mapped page aligned). Thread safe.
+ *
+ * Attribution (optional): @classify names the source (0..XPLINE_CLASSES-1)
+ * of each flush call, from its pool offset and length; the model counts
+ * lines per source and shares each XPLine written to the media among the
+ * sources whose line flushes merged into it, in proportion to them (so
+ * the per-source media bytes add up to media_write_bytes). It is called
+ * under the model's lock, in flush order. Without it, everything is
+ * source 0.
  */
 #ifndef _PMIDX_XPLINE_H
 #define _PMIDX_XPLINE_H
@@ -24,12 +32,16 @@
 #include <stdio.h>
 #include <linux/types.h>
 
+#define XPLINE_CLASSES	8
+
 struct xpline_config {
 	const void	*base;		/* only flushes in [base, base + size) */
 	u64		size;		/* 0: every flush counts, base 0 */
 	unsigned int	buffer_bytes;	/* default 16384 */
 	unsigned int	xpline_bytes;	/* default 256 */
 	bool		no_chain;	/* do not call the previous backend */
+	unsigned int	(*classify)(void *priv, u64 off, size_t len);
+	void		*classify_priv;
 };
 
 struct xpline_stats {
@@ -45,6 +57,9 @@ struct xpline_stats {
 	u64	media_read_bytes;
 	u64	ops;			/* as accounted by the workload */
 	u64	user_bytes;
+	/* per source (@classify): lines flushed, media bytes written */
+	u64	cls_lines[XPLINE_CLASSES];
+	u64	cls_media_bytes[XPLINE_CLASSES];
 };
 
 struct xpline_model;

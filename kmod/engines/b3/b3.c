@@ -255,8 +255,8 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 				if (b3_txn_begin(t, &txn))
 					return -EBUSY;
 				pc->old_blob = le64_to_cpu(n->val);
-				pmidx_txn_alloc(&txn, pc->vblob);
-				pmidx_txn_free(&txn, pc->old_blob);
+				b3_txn_blob_in(t, &txn, pc->vblob);
+				b3_txn_blob_out(t, &txn, pc->old_blob);
 				x = &txn;
 			}
 			/* release: pairs with the reader's load of the word */
@@ -270,9 +270,9 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			if (b3_txn_begin(t, &txn))
 				return -EBUSY;
 			if (vblob)
-				pmidx_txn_alloc(&txn, pc->vblob);
+				b3_txn_blob_in(t, &txn, pc->vblob);
 			if (meta & B3_M_VBLOB)
-				pmidx_txn_free(&txn, le64_to_cpu(n->val));
+				b3_txn_blob_out(t, &txn, le64_to_cpu(n->val));
 			x = &txn;
 		}
 		nn = &p->l[u];
@@ -305,9 +305,9 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if (b3_txn_begin(t, &txn))
 			return -EBUSY;
 		if (pc->kblob)
-			pmidx_txn_alloc(&txn, pc->kblob);
+			b3_txn_blob_in(t, &txn, pc->kblob);
 		if (vblob)
-			pmidx_txn_alloc(&txn, pc->vblob);
+			b3_txn_blob_in(t, &txn, pc->vblob);
 		x = &txn;
 	}
 	nn = &p->l[u];
@@ -410,9 +410,9 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if (b3_txn_begin(t, &txn))
 			return -EBUSY;
 		if (meta & B3_M_KBLOB)
-			pmidx_txn_free(&txn, le64_to_cpu(d->key));
+			b3_txn_blob_out(t, &txn, le64_to_cpu(d->key));
 		if (meta & B3_M_VBLOB)
-			pmidx_txn_free(&txn, le64_to_cpu(d->val));
+			b3_txn_blob_out(t, &txn, le64_to_cpu(d->val));
 		x = &txn;
 	}
 	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r, x);

@@ -77,9 +77,20 @@ static inline void b3_test_store(void)
 	if (b3_test_store_hook)
 		b3_test_store_hook();
 }
+/*
+ * Called between a txn's arm and its link store (page.c link_store()): a
+ * test keeps records in flight longer while it takes crash images.
+ */
+extern void (*b3_test_arm_hook)(void);
+static inline void b3_test_armed(void)
+{
+	if (b3_test_arm_hook)
+		b3_test_arm_hook();
+}
 #else
 #define B3_CAP			B3_SLOTS
 static inline void b3_test_store(void) { }
+static inline void b3_test_armed(void) { }
 #endif
 /* a full page with at most this many live nodes is defragmented, not split */
 #define B3_DEFRAG_MAX		(B3_CAP - B3_CAP / 4)
@@ -278,6 +289,8 @@ int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
 	     u32 *live);
 int b3_txn_begin(struct b3 *t, struct pmidx_txn *x);
 void b3_txn_cancel(struct b3 *t, struct pmidx_txn *x);
+void b3_txn_blob_in(struct b3 *t, struct pmidx_txn *x, u64 off);
+void b3_txn_blob_out(struct b3 *t, struct pmidx_txn *x, u64 off);
 void b3_commit_txn(struct b3 *t, struct pmidx_txn *x, __le64 *w, u64 val);
 void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
 		  u32 val, struct pmidx_txn *x);

@@ -18,6 +18,11 @@
  *     page out of its chain is retired or leaked: smo.c, walk.c);
  *   - ownership: no page or blob referenced twice, each allocated, each
  *     blob well formed with its key's length;
+ *   - the allocator's commit bits (committed-mode review L2): no link
+ *     store is in flight, so every page and blob reached is committed on
+ *     media (a link store whose txn missed it would lose it at the next
+ *     crash); when the index is the pool's only committed-mode one, the
+ *     commit bits on media are exactly those (one more would leak);
  *   - the count: live keys against the per-CPU key counters (after a
  *     crash attach, which counts nothing, the first CHECK sets them).
  */
@@ -70,6 +75,10 @@ static int add_page(struct b3 *t, struct b3_walk *w, u64 off)
 		w->why = "page not allocated";
 		return -EUCLEAN;
 	}
+	if (!pmidx_alloc_media_committed(&t->pool->alloc, off)) {
+		w->why = "page not committed on media";
+		return -EUCLEAN;
+	}
 	return refs_add(w, off);
 }
 
@@ -81,6 +90,10 @@ static int add_blob(struct b3 *t, struct b3_walk *w, u64 off)
 	    pmidx_blob_read_len(t->pool, off, &len) ||
 	    !pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob) + len)) {
 		w->why = "blob not allocated or malformed";
+		return -EUCLEAN;
+	}
+	if (!pmidx_alloc_media_committed(&t->pool->alloc, off)) {
+		w->why = "blob not committed on media";
 		return -EUCLEAN;
 	}
 	return refs_add(w, off);
@@ -108,12 +121,19 @@ int b3_check(struct b3 *t, u64 *keys, const char **why)
 		.page = add_page, .blob = add_blob, .ctx = &r, .validate = true,
 	};
 	s64 counted;
+	u64 bits;
 	int ret;
 
 	b3_freeze(t);
 	ret = b3_walk(t, &w);
 	if (!ret && has_dup(&r)) {
 		w.why = "object referenced twice";
+		ret = -EUCLEAN;
+	}
+	/* every object reached is committed (above): more bits are leaks */
+	if (!ret && pmidx_index_commit_bits(t->idx, &bits) &&
+	    bits != w.pages + w.blobs) {
+		w.why = "commit bits on media for objects the index does not reach";
 		ret = -EUCLEAN;
 	}
 	if (!ret && t->approx) {

@@ -108,23 +108,26 @@ int b3_blob_read(struct b3 *t, u64 off, void *dst, u32 cap, u32 *len)
 	return *len > cap ? 0 : pmidx_blob_read_data(t->pool, off, dst, *len);
 }
 
-/* ---- blobs, with the index's accounting ------------------------------- */
+/*
+ * ---- blobs ----------------------------------------------------------------
+ *
+ * The index's blob bytes are those of the blobs it links: counted when a
+ * txn takes a blob in or out (b3_txn_blob_in(), b3_txn_blob_out()), that
+ * is inside the section of the link store, never at write or retire,
+ * which run outside sections. So a CHECK that sets the counters while
+ * writers are frozen (no section runs) sees them exact (committed-mode
+ * review L1).
+ */
 
 /* A pending blob (committed mode): a txn that links it commits it. */
 u64 b3_blob_write(struct b3 *t, const void *data, u32 len)
 {
-	u64 off = pmidx_blob_write_committed(t->pool, data, len);
-
-	if (off)
-		this_cpu_add(t->pcpu->blob_bytes,
-			     pmidx_alloc_size(&t->pool->alloc, off));
-	return off;
+	return pmidx_blob_write_committed(t->pool, data, len);
 }
 
 /* A blob nothing persistent names yet (a failed write): still pending. */
 void b3_blob_free(struct b3 *t, u64 off)
 {
-	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
 	pmidx_free(&t->pool->alloc, off);
 }
 
@@ -134,7 +137,6 @@ void b3_blob_free(struct b3 *t, u64 off)
  */
 void b3_blob_retire(struct b3 *t, u64 off)
 {
-	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
 	pmidx_blob_retire(t->pool, off);
 }
 
@@ -227,6 +229,7 @@ int b3_lt_fill(struct b3 *t)
 #ifdef PMIDX_TEST_ENGINES
 unsigned int b3_test_slots = B3_SLOTS;	/* b3.h B3_CAP */
 void (*b3_test_store_hook)(void);
+void (*b3_test_arm_hook)(void);
 #endif
 
 static inline u64 lk_load(struct b3 *t, const struct b3_page *p)
@@ -520,10 +523,29 @@ int b3_txn_begin(struct b3 *t, struct pmidx_txn *x)
 	return 0;
 }
 
+/* A txn taken but not filled (an error before it): nothing was counted. */
 void b3_txn_cancel(struct b3 *t, struct pmidx_txn *x)
 {
+	WARN_ON_ONCE(x && (x->nalloc || x->nfree));
 	if (x && x->slot >= 0)
 		pmidx_txn_cancel(&t->pool->alloc, x);
+}
+
+/*
+ * The link store of txn @x links (unlinks) blob @off. Its bytes count
+ * from here (blobs, above): a txn once filled always makes its store, in
+ * this section.
+ */
+void b3_txn_blob_in(struct b3 *t, struct pmidx_txn *x, u64 off)
+{
+	pmidx_txn_alloc(x, off);
+	this_cpu_add(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
+}
+
+void b3_txn_blob_out(struct b3 *t, struct pmidx_txn *x, u64 off)
+{
+	pmidx_txn_free(x, off);
+	this_cpu_sub(t->pcpu->blob_bytes, pmidx_alloc_size(&t->pool->alloc, off));
 }
 
 /* *@w := @val (@width 4 or 8 bytes), persisted, inside txn @x (or none) */
@@ -536,8 +558,10 @@ static void link_store(struct b3 *t, struct pmidx_txn *x, void *w,
 		pmidx_txn_cancel(a, x);
 		x = NULL;
 	}
-	if (x)
+	if (x) {
 		pmidx_txn_arm(a, x, w, width, val);
+		b3_test_armed();
+	}
 	if (width == 8)	/* release: pairs with b3_ld() */
 		smp_store_release((__le64 *)w, cpu_to_le64(val));
 	else		/* release: pairs with b3_ld32() */

@@ -116,16 +116,18 @@ static void swap_in(struct b3 *t, struct b3_page *l, __le64 *ref, u64 first,
 }
 
 /* The key blob of separator @n (if any) is unlinked (linked) by txn @x. */
-static void txn_free_sep(struct pmidx_txn *x, const struct b3_inode *n)
+static void txn_free_sep(struct b3 *t, struct pmidx_txn *x,
+			 const struct b3_inode *n)
 {
 	if (le32_to_cpu(n->meta) & B3_M_KBLOB)
-		pmidx_txn_free(x, le64_to_cpu(n->key));
+		b3_txn_blob_out(t, x, le64_to_cpu(n->key));
 }
 
-static void txn_alloc_sep(struct pmidx_txn *x, const struct b3_inode *n)
+static void txn_alloc_sep(struct b3 *t, struct pmidx_txn *x,
+			  const struct b3_inode *n)
 {
 	if (le32_to_cpu(n->meta) & B3_M_KBLOB)
-		pmidx_txn_alloc(x, le64_to_cpu(n->key));
+		b3_txn_blob_in(t, x, le64_to_cpu(n->key));
 }
 
 /*
@@ -306,10 +308,10 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	pmidx_txn_alloc(&sw, o2);
 	if (orr)
 		pmidx_txn_alloc(&sw, orr);
-	txn_alloc_sep(f ?: &sw, sep);
+	txn_alloc_sep(t, f ?: &sw, sep);
 	pmidx_txn_free(&sw, b3_pgoff(t, p));
 	if (p->level)
-		txn_free_sep(&sw, &median);
+		txn_free_sep(t, &sw, &median);
 	if (orr) {
 		r->root = cpu_to_le64(1);
 		b3_set_cnt(t, r, 1, 1);
@@ -451,7 +453,7 @@ static int fix_path(struct b3 *t, struct b3_path *path)
 	if (ret)
 		goto unwind;
 	for (j = 0; j + 1 < k; j++)
-		txn_alloc_sep(&txn, &par->i[base + j]);
+		txn_alloc_sep(t, &txn, &par->i[base + j]);
 	if (k > 1) {
 		pmidx_persist(t->pm, &par->i[base], (k - 1) * B3_NODE_SIZE);
 		b3_set_cnt(t, par, base + k - 1, b3_live(t, par) + k - 1);
@@ -576,9 +578,9 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	pmidx_txn_alloc(&sw, o);
 	pmidx_txn_free(&sw, b3_pgoff(t, p));
 	if (*meta & B3_M_KBLOB)
-		pmidx_txn_free(&sw, le64_to_cpu(*kw));
+		b3_txn_blob_out(t, &sw, le64_to_cpu(*kw));
 	if (*meta & B3_M_VBLOB)
-		pmidx_txn_free(&sw, le64_to_cpu(*vw));
+		b3_txn_blob_out(t, &sw, le64_to_cpu(*vw));
 	swap_in(t, l, b3_ref_word(t, &path->lv[0].ref), o, o, &sw, NULL);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
@@ -906,17 +908,17 @@ again:
 			b3_sep_free(t, sep, true);
 		goto fail;
 	}
-	txn_free_sep(&tq, q);		/* q's store unlinks q's key blob */
+	txn_free_sep(t, &tq, q);		/* q's store unlinks q's key blob */
 	/* the swap: the new pages in (with q's copy), A and B out */
 	pmidx_txn_alloc(&sw, o1);
 	if (o2)
 		pmidx_txn_alloc(&sw, o2);
 	if (lvl && (!redist || own_med))
-		txn_alloc_sep(&sw, &qc);
+		txn_alloc_sep(t, &sw, &qc);
 	if (own_med)
-		txn_free_sep(&sw, &med);
+		txn_free_sep(t, &sw, &med);
 	if (sep)
-		txn_alloc_sep(f ?: &sw, sep);	/* by step 3 */
+		txn_alloc_sep(t, f ?: &sw, sep);	/* by step 3 */
 	pmidx_txn_free(&sw, b3_pgoff(t, a));
 	pmidx_txn_free(&sw, b3_pgoff(t, b));
 	if (sep)

@@ -9,8 +9,9 @@
  * on, replaced ones off) and ts are stored and line 0 is persisted: one
  * flush of the data, then the bitmap (the paper's two CLFLUSHes).
  *
- * Split: the new leaves are written whole and persisted first (the moved
- * KVs keep their words: their blobs change owner), chained to the old
+ * Split: the new leaves are written and persisted first (header and the
+ * slots in use, the last ones: see lodge_leaf_commit(); the moved KVs
+ * keep their words: their blobs change owner), chained to the old
  * leaf's current next; then next[!use] := the first new leaf, and one
  * store of bitmap (moved slots off, new ones on, use flipped) commits it.
  * A crash before that store leaves the new leaves unreachable (a trace
@@ -281,20 +282,29 @@ int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 			goto fail;
 		}
 	}
-	/* the new leaves, last first: each names the one after it */
+	/*
+	 * The new leaves, last first: each names the one after it. Their
+	 * KVs take the last slots, away from the header's XPLine: the
+	 * merges to come fill the lowest free slots, so while the header's
+	 * XPLine has room a merge's data and its commit line are one
+	 * 256-byte media write, not two (README, "Slot placement").
+	 */
 	next = lodge_leaf_next(l);
 	for (c = nn; c-- > 0;) {
 		u64 nk = 0, nv = 0;
+		unsigned int first;
 
 		nl = lodge_leaf_ptr(t, newl[c]);
 		cnt = min(per, n - keep - c * per);
+		first = t->slots - cnt;
 		for (j = 0; j < cnt; j++) {
-			ret = put_item(t, &wr, nl, j, &it[keep + c * per + j],
-				       l, &nk, &nv, &keepk, &keepv);
+			ret = put_item(t, &wr, nl, first + j,
+				       &it[keep + c * per + j], l, &nk, &nv,
+				       &keepk, &keepv);
 			if (ret)
 				goto fail;
 		}
-		nl->bitmap = cpu_to_le64(cnt ? (1ULL << cnt) - 1 : 0);
+		nl->bitmap = cpu_to_le64(((1ULL << cnt) - 1) << first);
 		nl->ts = cpu_to_le64(ts);
 		nl->next[0] = cpu_to_le64(next);
 		nl->next[1] = 0;
@@ -303,7 +313,8 @@ int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 		ret = set_fence(t, &wr, nl, &it[keep + c * per]);
 		if (ret)
 			goto fail;
-		pmidx_flush(t->pm, nl, LODGE_LEAF_HDR + cnt * 16);
+		pmidx_flush(t->pm, nl, LODGE_LEAF_HDR);
+		pmidx_flush(t->pm, &nl->slot[first], cnt * 16);
 		next = newl[c];
 	}
 	/* the KVs staying here: kept slots, new ones into free slots */

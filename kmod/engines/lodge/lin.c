@@ -281,6 +281,7 @@ static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
 	}
 	x->leaf_count[li] = keep;
 	lodge_stat_inc(t, leaf_writes);
+	lodge_stat_add(t, kvs_flushed, ng);
 	if (nn) {
 		index_insert(x, li, f, newl, cnt, nn);
 		kfree(f);

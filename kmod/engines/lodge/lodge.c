@@ -276,7 +276,13 @@ again:
 		goto unlock;
 	}
 	while (j < 0 && x->nidx + x->nbuf >= x->cap) {
-		ret = x->nbuf ? lodge_flush(t, x, 0) : LODGE_NEED_SPLIT;
+		unsigned int nbuf = x->nbuf;
+
+		ret = nbuf ? lodge_flush(t, x, 0) : LODGE_NEED_SPLIT;
+		if (!ret) {
+			lodge_stat_inc(t, rounds);
+			lodge_stat_add(t, round_buf, nbuf);
+		}
 		if (ret == LODGE_NEED_SPLIT) {
 			write_unlock(&x->lock);
 			percpu_up_read(&t->tree);
@@ -294,6 +300,7 @@ again:
 	if (ret)
 		goto unlock;
 	if (j >= 0) {
+		lodge_stat_inc(t, absorbed);
 		old = x->buf_ver[j];
 		/* the older record is superseded: recovery keeps the newest */
 		lodge_log_put(t, old);

@@ -159,12 +159,17 @@ struct lodge_inode {
  * @pieces[n] node splits into n pieces, @capped those whose M the
  * parent's free slots bounded (Formula 1), @log_frees logs freed,
  * @log_frees_ooo those that were not the oldest live one, @drains runs
- * of the oldest-half flush (lodge.c drain()).
+ * of the oldest-half flush (lodge.c drain()); for the measurements
+ * (ccl-xpline): @kvs_flushed buffered KVs taken to leaves, @rounds
+ * flushes that made room in a full buffer part (lodge.c lodge_write())
+ * and @round_buf the KVs their buffer parts held, @absorbed writes that
+ * replaced a buffered write of their key.
  */
 struct lodge_pcpu {
 	u64	get, put, del, scan;
 	u64	buffer_hits, flushes, leaf_writes, leaf_splits, lin_splits;
 	u64	log_bytes, merges;
+	u64	kvs_flushed, rounds, round_buf, absorbed;
 	u64	pieces[LODGE_MSPLIT_MAX + 1], capped;
 	u64	log_frees, log_frees_ooo, drains;
 	s64	keys;

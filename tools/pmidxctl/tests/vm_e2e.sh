@@ -81,16 +81,10 @@ if [ -n "$D1" ]; then
 	t 0 'engine utree\) created in pmidx1$' create-index q --pool /dev/pmidx1 --engine utree
 	t 0 '^\{"pools":\[\{"id":1,"name":"pmidx1"' stats --pool "$D1" --json
 	t 0 '' drop-index q --pool 1
-	# b3: served only by a module built with CONFIG_PMIDX_B3=y
-	if "$P" create-index pages --pool pmidx1 --engine b3 >/dev/null 2>&1; then
-		t 0 '^ +[0-9]+  pages +b3$' list
-		t 0 '^index pages \(pool pmidx1, id [0-9]+, engine b3\)$' stats pages --pool pmidx1
-		t 0 '' drop-index pages --pool 1
-	else
-		t 1 '^pmidxctl: create-index pages: Operation not supported: engine not built into this module' \
-			create-index pages --pool pmidx1 --engine b3
-		echo "SKIP: b3 create, list, stats (engine b3 is not built into pmidx.ko)"
-	fi
+	t 0 'engine b3\) created in pmidx1$' create-index pages --pool pmidx1 --engine b3
+	t 0 '^ +[0-9]+  pages +b3$' list
+	t 0 '^index pages \(pool pmidx1, id [0-9]+, engine b3\)$' stats pages --pool pmidx1
+	t 0 '' drop-index pages --pool 1
 	t 0 '' detach "$D1"
 fi
 t 1 '^pmidxctl: detach 5: No such device: ' detach 5
