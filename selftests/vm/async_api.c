@@ -4,10 +4,10 @@
  * run inside the VM as root with pmidx.ko loaded, once per engine and
  * per ring mode (fixture variants):
  *
- *   ccl, utree, b3        rings over io_uring passthrough (opened with
- *                         PMIDX_RING_NO_FALLBACK: no silent fallback)
- *   ccl_sync, utree_sync, the same tests with PMIDX_RING_SYNC=1 in the
- *   b3_sync               environment: every ring falls back to ioctls
+ *   ccl, utree, b3,       rings over io_uring passthrough (opened with
+ *   lodge, pfart          PMIDX_RING_NO_FALLBACK: no silent fallback)
+ *   ccl_sync, ...,        the same tests with PMIDX_RING_SYNC=1 in the
+ *   pfart_sync            environment: every ring falls back to ioctls
  *
  * A variant whose engine the module does not build is skipped (creating
  * its index answers -EOPNOTSUPP).
@@ -101,6 +101,14 @@ FIXTURE_VARIANT_ADD(async, b3) {
 	.engine = "b3", .engine_id = PMIDX_ENGINE_B3,
 };
 
+FIXTURE_VARIANT_ADD(async, lodge) {
+	.engine = "lodge", .engine_id = PMIDX_ENGINE_LODGE,
+};
+
+FIXTURE_VARIANT_ADD(async, pfart) {
+	.engine = "pfart", .engine_id = PMIDX_ENGINE_PFART,
+};
+
 FIXTURE_VARIANT_ADD(async, ccl_sync) {
 	.engine = "ccl", .engine_id = PMIDX_ENGINE_CCL, .sync = true,
 };
@@ -111,6 +119,14 @@ FIXTURE_VARIANT_ADD(async, utree_sync) {
 
 FIXTURE_VARIANT_ADD(async, b3_sync) {
 	.engine = "b3", .engine_id = PMIDX_ENGINE_B3, .sync = true,
+};
+
+FIXTURE_VARIANT_ADD(async, lodge_sync) {
+	.engine = "lodge", .engine_id = PMIDX_ENGINE_LODGE, .sync = true,
+};
+
+FIXTURE_VARIANT_ADD(async, pfart_sync) {
+	.engine = "pfart", .engine_id = PMIDX_ENGINE_PFART, .sync = true,
 };
 
 static int open_handles(FIXTURE_DATA(async) *self)

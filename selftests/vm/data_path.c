@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Data-path tests of /dev/pmidxN, run inside the VM as root with
- * pmidx.ko loaded, once per engine (ccl, utree, b3) and path (ioctl,
+ * pmidx.ko loaded, once per engine (ccl, utree, b3, lodge, pfart) and path (ioctl,
  * io_uring) as fixture variants. A variant whose engine is not built into
  * the module is skipped: creating its index answers -EOPNOTSUPP.
  *
@@ -208,6 +208,18 @@ FIXTURE_VARIANT_ADD(data, b3) {
 	.path		= &ioctl_path,
 };
 
+FIXTURE_VARIANT_ADD(data, lodge) {
+	.engine		= "lodge",
+	.engine_id	= PMIDX_ENGINE_LODGE,
+	.path		= &ioctl_path,
+};
+
+FIXTURE_VARIANT_ADD(data, pfart) {
+	.engine		= "pfart",
+	.engine_id	= PMIDX_ENGINE_PFART,
+	.path		= &ioctl_path,
+};
+
 FIXTURE_VARIANT_ADD(data, utree_uring) {
 	.engine		= "utree",
 	.engine_id	= PMIDX_ENGINE_UTREE,
@@ -223,6 +235,18 @@ FIXTURE_VARIANT_ADD(data, ccl_uring) {
 FIXTURE_VARIANT_ADD(data, b3_uring) {
 	.engine		= "b3",
 	.engine_id	= PMIDX_ENGINE_B3,
+	.path		= &uring_path,
+};
+
+FIXTURE_VARIANT_ADD(data, lodge_uring) {
+	.engine		= "lodge",
+	.engine_id	= PMIDX_ENGINE_LODGE,
+	.path		= &uring_path,
+};
+
+FIXTURE_VARIANT_ADD(data, pfart_uring) {
+	.engine		= "pfart",
+	.engine_id	= PMIDX_ENGINE_PFART,
 	.path		= &uring_path,
 };
 

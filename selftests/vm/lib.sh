@@ -9,7 +9,7 @@ pass=0 fail=0 n=0 skipped=0
 
 # The engines the suites cover, each when the module serves it (a module
 # that does not has its tests skipped, named in the summary).
-ENGINES="ccl utree b3"
+ENGINES="ccl utree b3 lodge pfart"
 
 # ok STATUS NAME: record one test result; true when it passed
 ok() {

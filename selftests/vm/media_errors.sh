@@ -28,7 +28,7 @@ klog() { dmesg | sed -n '/pmidx-media-mark/,$p' | grep -Eq "$1"; }
 mark() { echo "pmidx-media-mark" >/dev/kmsg; }
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..12"
 
 out=$(ndctl inject-error --block=4096 --count=1 namespace0.0 2>&1)
 echo "# ndctl inject-error --block=4096 --count=1 namespace0.0: rc $?: $out"
@@ -39,14 +39,16 @@ $CTL format --force /dev/pmem0 >/dev/null && $CTL attach /dev/pmem0 >/dev/null &
 	$CTL put c k1 v1 && $CTL put u k1 v1
 ok $? "setup: a pool with a ccl and a utree index"
 
-create_index b b3
-r=$?
-if [ $r = 4 ]; then
-	skip "setup: and a b3 index" "engine b3 is not built into pmidx.ko"
-else
-	[ $r = 0 ] && $CTL put b k1 v1 && [ "$($CTL get b k1)" = v1 ]
-	ok $? "setup: and a b3 index"
-fi
+for e in b3 lodge pfart; do
+	create_index "$e" "$e"
+	r=$?
+	if [ $r = 4 ]; then
+		skip "setup: and a $e index" "engine $e is not built into pmidx.ko"
+	else
+		[ $r = 0 ] && $CTL put "$e" k1 v1 && [ "$($CTL get "$e" k1)" = v1 ]
+		ok $? "setup: and a $e index"
+	fi
+done
 
 $CTL detach pmidx0
 ok $? "setup: the pool detaches (no bad blocks)"

@@ -36,7 +36,7 @@ OUT=build/vm/powercut
 [ "$BATCH" != 0 ] && OUT=build/vm/powercut-uring
 IMG=$OUT/pmem.img
 DEV=/dev/pmidx0
-ENGINES="utree ccl b3"
+ENGINES="utree ccl b3 lodge pfart"
 CUTS=${*:-4 7 11 16}
 SEED=${PMIDX_SEED:-$(date +%s)}
 rm -rf "$OUT" && mkdir -p "$OUT"

@@ -7,7 +7,7 @@ files of python/tests need no VM):
 
     tools/pmidx-vm --pmem IMG -- selftests/vm/python_binding.sh
 
-For each engine the module serves (ccl, utree, b3): point operations and
+For each engine the module serves (ccl, utree, b3, lodge, pfart): point operations and
 their errors, scans over several SCAN commands, batches, the open pool
 pinning the device (detach refused until close()), the data surviving a
 detach/attach, and an index dropped under an open handle
@@ -29,7 +29,7 @@ from nobody import open_as_nobody  # noqa: E402
 CTL = "build/bin/pmidxctl"
 DEV = "/dev/pmidx0"
 PMEM = "/dev/pmem0"
-ENGINES = ["ccl", "utree", "b3"]
+ENGINES = ["ccl", "utree", "b3", "lodge", "pfart"]
 K = pmidx.key_from_u64
 
 n = passed = failed = skipped = 0

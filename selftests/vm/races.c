@@ -3,9 +3,10 @@
  * Races against pmidx.ko's lifetimes and locking, run inside the VM as
  * root with the production pmidx.ko loaded. Every test starts from a
  * freshly formatted, attached pool holding one index per engine the module
- * builds: ccl ("rc"), utree ("ru") and b3 ("rb"; a module that does not
- * serve an engine of the table has the test all_engines skipped, naming
- * it, and the races run on the others); the racing ones spread
+ * builds: ccl ("rc"), utree ("ru"), b3 ("rb"), lodge ("rl") and pfart
+ * ("rp"; a module that does not serve an engine of the table has the test
+ * all_engines skipped, naming it, and the races run on the others); the
+ * racing ones spread
  * their work over those indexes and run for PMIDX_RACE_SECS seconds (default
  * 10; the debug-kernel tier runs 60, so lockdep, KASAN and kmemleak watch
  * them for longer). A racing thread that reports an error outside the
@@ -80,10 +81,12 @@ static struct ix {
 	{ "rc", "ccl", PMIDX_ENGINE_CCL },
 	{ "ru", "utree", PMIDX_ENGINE_UTREE },
 	{ "rb", "b3", PMIDX_ENGINE_B3 },
+	{ "rl", "lodge", PMIDX_ENGINE_LODGE },
+	{ "rp", "pfart", PMIDX_ENGINE_PFART },
 };
 #define MAX_IX	ARRAY_SIZE(ixs)
 static unsigned int nix;
-static char ix_missing[64];	/* " b3": the engines left out */
+static char ix_missing[64];	/* " lodge pfart": the engines left out */
 
 /* (not inlined: gcc's format checks lose track of ixs[] in ASSERT loops) */
 static __attribute__((noinline)) const char *ixname(int i)
