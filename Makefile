@@ -9,12 +9,6 @@
 #   make deb          Debian packages in build/deb (packaging/packaging.mk)
 #   make dkms-install the module through DKMS (as root; dkms-remove undoes it)
 #
-# CONFIG_PMIDX_LODGE=y (make all CONFIG_PMIDX_LODGE=y) builds every
-# pmidx.ko with the lodge engine served (kmod/core/engine.c): the
-# Debian-kernel module, the test module and the debug tier's (make
-# exports the variable to tools/run-suites, whose tools/debug-kernel runs
-# kbuild, and tools/demo make all, with it in the environment).
-#
 # Out-of-tree kbuild runs in this directory (Kbuild); everything else
 # goes to build/.
 
@@ -65,15 +59,8 @@ module:
 # from a copy of the sources: $(B)/test-module/pmidx.ko, for the suites
 # that exercise the allocator through it (PMIDX_KO=...).
 TEST_KO := $(B)/test-module/pmidx.ko
-# the module options it was built with: a change rebuilds it
-TEST_KO_CFG := $(B)/test-module.config
-TEST_KO_OPTS := CONFIG_PMIDX_LODGE=$(CONFIG_PMIDX_LODGE)
-$(TEST_KO_CFG): FORCE
-	@mkdir -p $(@D)
-	@[ "$$(cat $@ 2>/dev/null)" = "$(TEST_KO_OPTS)" ] || echo "$(TEST_KO_OPTS)" > $@
-FORCE:
 test-module: $(TEST_KO)
-$(TEST_KO): $(shell find Kbuild kmod uapi include -name '*.[ch]' -o -name Kbuild) $(TEST_KO_CFG)
+$(TEST_KO): $(shell find Kbuild kmod uapi include -name '*.[ch]' -o -name Kbuild)
 	@rm -rf $(B)/test-module && mkdir -p $(B)/test-module
 	@cp -r Kbuild kmod uapi include $(B)/test-module/
 	@find $(B)/test-module -name '*.o' -o -name '*.cmd' -o -name '*.mod*' | xargs rm -f

@@ -21,20 +21,8 @@ static const struct pmidx_engine_ops *const engine_table[__PMIDX_ENGINE_MAX] = {
 	[PMIDX_ENGINE_CCL]	= &ccl_engine_ops,
 	[PMIDX_ENGINE_UTREE]	= &pmidx_utree_ops,
 	[PMIDX_ENGINE_B3]	= &pmidx_b3_ops,
-#ifdef CONFIG_PMIDX_LODGE
-	/*
-	 * New (issue 13): served by the userspace build and by a module
-	 * built with CONFIG_PMIDX_LODGE=y until it has had its review.
-	 */
 	[PMIDX_ENGINE_LODGE]	= &pmidx_lodge_ops,
-#endif
-#ifdef CONFIG_PMIDX_PFART
-	/*
-	 * New (issue 14): served by the userspace build and by a module
-	 * built with CONFIG_PMIDX_PFART=y until it has had its review.
-	 */
 	[PMIDX_ENGINE_PFART]	= &pmidx_pfart_ops,
-#endif
 };
 
 #ifdef PMIDX_TEST_ENGINES

@@ -16,8 +16,8 @@ import pmidx
 from nobody import open_as_nobody  # noqa: F401 (the tests import it from here)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# every engine the userspace build serves (pfart: -EOPNOTSUPP)
-ENGINES = ["ccl", "utree", "b3", "lodge"]
+# every engine the userspace build serves
+ENGINES = ["ccl", "utree", "b3", "lodge", "pfart"]
 POOL_SIZE = "16M"
 
 

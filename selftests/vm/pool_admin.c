@@ -334,17 +334,17 @@ TEST_F(pool, index_table_full)
 }
 
 /*
- * An engine the uapi names but this module does not build (pfart, until
- * its issue lands) is refused and leaves nothing behind: the name stays
- * free and no table slot is taken.
+ * An engine id the uapi does not name is refused and leaves nothing
+ * behind: the name stays free and no table slot is taken. (Every engine
+ * the uapi names is served by every module; the userspace test-itable
+ * covers the refusal of one a build leaves out.)
  */
-TEST_F(pool, engine_not_built)
+TEST_F(pool, engine_refused_leaves_nothing)
 {
 	char name[16];
 	int i;
 
-	ASSERT_EQ(-EOPNOTSUPP, pm_create(&self->nl, "later", PMIDX_ENGINE_PFART));
-	ASSERT_NE(NULL, strstr(self->nl.msg, "not built"));
+	ASSERT_GT(0, pm_create(&self->nl, "later", __PMIDX_ENGINE_MAX));
 	for (i = 0; i < PMIDX_MAX_INDEXES; i++) {
 		snprintf(name, sizeof(name), "ix%d", i);
 		ASSERT_EQ(0, pm_create(&self->nl, name, PMIDX_ENGINE_UTREE));

@@ -46,8 +46,7 @@ USER_FUZZ_TIME	?= 30
 USER_SEED	?=
 USER_CRASH_ARGS	?=
 
-USER_CPPFLAGS	:= -D_GNU_SOURCE -DCONFIG_PMIDX_LODGE=1 -DCONFIG_PMIDX_PFART=1 \
-		   -DPMIDX_TEST_ENGINES \
+USER_CPPFLAGS	:= -D_GNU_SOURCE -DPMIDX_TEST_ENGINES \
 		   -I tools/include -I uapi -I kmod -I tools/testing \
 		   -I selftests/user -I $(UB)/gen
 # the kernel's own warning set (Makefile, scripts/Makefile.extrawarn, W=0)

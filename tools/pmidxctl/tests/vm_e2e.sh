@@ -50,7 +50,11 @@ t 1 'Device or resource busy' attach "$D0"
 t 0 '^index inodes \(id 0, engine ccl\) created in pmidx0$' create-index inodes
 t 0 'engine utree\) created in pmidx0$' create-index --engine utree dirs --pool pmidx0
 t 0 'engine ccl\) created in pmidx0$' create-index y --pool "$D0" --engine=ccl
-t 1 '^pmidxctl: create-index later: Operation not supported: engine not built into this module' create-index later --engine=pfart
+t 0 'engine pfart\) created in pmidx0$' create-index later --engine=pfart
+t 0 'engine lodge\) created in pmidx0$' create-index buffered --engine=lodge
+t 0 '' drop-index later
+t 0 '' drop-index buffered
+t 1 '^pmidxctl: create-index z: .*engine' create-index z --engine=btrfs
 t 1 '^pmidxctl: create-index dirs: File exists: ' create-index dirs
 t 1 "^pmidxctl: create-index $long: .*: .*63" create-index "$long"
 t 1 "^pmidxctl: create-index $huge: .*\\(attribute INDEX_NAME, max length 255\\)$" create-index "$huge"
