@@ -244,6 +244,15 @@ void pfart_publish(struct pfart *t, __le64 *word, u64 val)
 	/* release: what @val names is written before a reader gets it */
 	smp_store_release(word, cpu_to_le64(val));
 	pfart_persist(t, word, sizeof(*word));
+	/*
+	 * A child word is read only while its node's version is checked,
+	 * and the node stays locked until the word is durable. root->top
+	 * has no lock: readers take @t->top, which names a top only once
+	 * root->top is durable, so no get or scan returns a put that a
+	 * crash could still lose.
+	 */
+	if (word == &t->root->top)
+		smp_store_release(&t->top, val);
 }
 
 /*

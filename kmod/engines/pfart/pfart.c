@@ -399,6 +399,7 @@ static int pfart_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 		teardown(t);
 		return ret;
 	}
+	t->top = le64_to_cpu(t->root->top);
 	t->recovery_ns = ktime_get_ns() - t0;
 	idx->priv = t;
 	return 0;

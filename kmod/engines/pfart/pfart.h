@@ -235,6 +235,7 @@ struct pfart {
 	struct pmidx_pmem	*pm;
 	struct pfart_root	*root;
 	u64			root_off;
+	u64			top;	/* readers' root->top: pfart_publish() */
 	u32			gen;
 	bool			eadr;
 	u32			leaf_max;
@@ -263,6 +264,12 @@ static inline void *pfart_ptr(const struct pfart *t, u64 off)
 static inline u64 pfart_off(const struct pfart *t, const void *p)
 {
 	return pmidx_off(t->pm, p);
+}
+
+/* the top node for a lock-free reader; 0: the index is empty */
+static inline u64 pfart_top(const struct pfart *t)
+{
+	return smp_load_acquire(&t->top);	/* pfart_publish() */
 }
 
 /* a child word; acquire: the node it names is read after */

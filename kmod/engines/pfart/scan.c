@@ -82,7 +82,7 @@ static int seek(struct pfart *t, struct scan_state *st,
 	int b;
 	u8 kb;
 
-	off = pfart_ld(&t->root->top);
+	off = pfart_top(t);
 	if (!off)
 		return SCAN_END;
 	if (!pfart_off_ok(t, off, PFART_LEAF_MIN))

@@ -412,15 +412,23 @@ static int put_new_child(struct pfart *t, struct pfart_put *pp,
 	}
 	if (p->end) {
 		pfart_publish(t, &n->end, off);
-	} else if (pfart_inner_add(t, n, p->byte, off) == -ENOSPC) {
-		ret = grow(t, s, p->byte, off);
+	} else {
+		bool grown = false;
+
+		ret = pfart_inner_add(t, n, p->byte, off);
+		if (ret == -ENOSPC) {
+			ret = grow(t, s, p->byte, off);
+			grown = !ret;
+		}
 		if (ret) {
 			pfart_unlock(t, pfart_lk(n));
 			pfart_leaf_drop(t, pfart_ptr(t, off));
 			return ret;
 		}
-		pp->added = true;
-		return 0;
+		if (grown) {		/* @n is retired, and stays locked */
+			pp->added = true;
+			return 0;
+		}
 	}
 	pfart_unlock(t, pfart_lk(n));
 	pfart_stat_inc(t, node_adds);

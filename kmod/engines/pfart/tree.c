@@ -38,7 +38,7 @@ int pfart_find_leaf(struct pfart *t, const u8 *key, u32 klen,
 	void *node, *child;
 	u64 off, v, cv;
 
-	off = pfart_ld(&t->root->top);
+	off = pfart_top(t);
 	if (!off)
 		return -ENOENT;
 	if (!pfart_off_ok(t, off, PFART_LEAF_MIN))
