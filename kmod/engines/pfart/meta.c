@@ -254,14 +254,25 @@ void pfart_leaf_drop(struct pfart *t, struct pfart_leaf *l)
 	pmidx_free(&t->pool->alloc, off);
 }
 
-/* the epoch callback of a retired leaf array: metadata, then the object */
+/*
+ * The epoch callback of a retired leaf array: metadata, then the object.
+ * An array a reader found poisoned is not freed: stores through the DAX
+ * mapping need not clear poison, and whatever the allocator put there
+ * next would be read in place (headers, inner nodes) and take the
+ * machine check. It stays allocated until detach; the next attach's
+ * trace finds it unreachable (and refuses a pool whose data area has
+ * known bad blocks).
+ */
 static void leaf_free_cb(void *ctx, u64 off)
 {
 	struct pfart *t = ctx;
+	struct pfart_meta *m = pfart_meta_of(t, off);
+	bool poisoned = m && READ_ONCE(m->media_bad);
 
-	pfart_meta_free(t, pfart_meta_of(t, off));
+	pfart_meta_free(t, m);
 	pfart_meta_set(t, off, NULL);
-	pmidx_free(&t->pool->alloc, off);
+	if (!poisoned)
+		pmidx_free(&t->pool->alloc, off);
 }
 
 /* An unpublished leaf array (its word's store is durable). */

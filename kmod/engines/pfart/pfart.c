@@ -94,6 +94,20 @@ bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
 }
 
 /*
+ * A writer's descent failed for good: -EAGAIN after PFART_RETRY_MAX
+ * tries (a node locked for good) is a damaged index, said once in a
+ * while so it can be told from the descent's own -EUCLEAN.
+ */
+static int gave_up(struct pfart *t, int ret)
+{
+	if (ret != -EAGAIN)
+		return ret;
+	pr_warn_ratelimited("pmidx: index %s: pfart: a node stayed locked for %u tries\n",
+			    t->idx->name, PFART_RETRY_MAX);
+	return -EUCLEAN;
+}
+
+/*
  * Run an SMO under @smo, the reserves filled first (bulk allocation, out
  * of any section). Called and returns inside a writer section; leaves it
  * meanwhile (the mutex and the refill sleep), holding no lock.
@@ -239,7 +253,7 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
 		if (ret) {
-			ret = ret == -EAGAIN ? -EUCLEAN : ret;
+			ret = gave_up(t, ret);
 			break;
 		}
 		ret = leaf_put(t, l, &pp);
@@ -295,7 +309,7 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
 		if (ret) {
-			ret = ret == -EAGAIN ? -EUCLEAN : ret;
+			ret = gave_up(t, ret);
 			break;
 		}
 		m = pfart_meta_of(t, pfart_off(t, l));
