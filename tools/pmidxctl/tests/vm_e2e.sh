@@ -54,7 +54,7 @@ t 0 'engine pfart\) created in pmidx0$' create-index later --engine=pfart
 t 0 'engine lodge\) created in pmidx0$' create-index buffered --engine=lodge
 t 0 '' drop-index later
 t 0 '' drop-index buffered
-t 1 '^pmidxctl: create-index z: .*engine' create-index z --engine=btrfs
+t 2 "unknown engine 'btrfs'" create-index z --engine=btrfs
 t 1 '^pmidxctl: create-index dirs: File exists: ' create-index dirs
 t 1 "^pmidxctl: create-index $long: .*: .*63" create-index "$long"
 t 1 "^pmidxctl: create-index $huge: .*\\(attribute INDEX_NAME, max length 255\\)$" create-index "$huge"
