@@ -7,8 +7,8 @@
 # markdown table of ranges (min-max over the repeats; load over every run
 # of that engine and thread count) and keeps each run's JSON.
 #
-#   tools/bench/compare-engines.sh [-k KEYS] [-r REPEATS] [-e "ccl utree b3"]
-#        [-t "1 2"] [-w "C update scan"] [-p POOL] [-o OUTDIR] [-b BENCH] [-n]
+#   tools/bench/compare-engines.sh [-k KEYS] [-r REPEATS] [-e "ccl utree b3 lodge pfart"]
+#        [-t "1 2"] [-w "C update scan delete"] [-p POOL] [-o OUTDIR] [-b BENCH] [-n]
 #
 # -n: no runs, only the tables from the JSON already in OUTDIR. With more
 # than one engine, one more table per other engine gives the first over
@@ -21,7 +21,8 @@
 # Needs jq.
 set -eu
 
-keys=1000000 reps=3 engines="ccl utree b3" threads="1 2" workloads="C update scan"
+keys=1000000 reps=3 engines="ccl utree b3 lodge pfart" threads="1 2"
+workloads="C update scan delete"
 pool=build/bench.pool out=build/compare bench=build/bin/pmidx-bench
 norun=
 while getopts k:r:e:t:w:p:o:b:n o; do
@@ -67,6 +68,7 @@ q_load='.results[] | select(.workload == "load") | .mops'
 q_get='.results[] | select(.workload == "C") | .mops'
 q_upd='.results[] | select(.workload == "update") | .mops'
 q_scan='.results[] | select(.workload == "scan") | .mops'
+q_del='.results[] | select(.workload == "delete") | .mops'
 q_ins999='.results[] | select(.workload == "load") | .p999_ns / 1000'
 q_upd999='.results[] | select(.workload == "update") | .p999_ns / 1000'
 q_restart='.restart_ms'
@@ -90,13 +92,14 @@ ratio() {
 
 echo "pmidx-bench inproc, $keys keys, 8-byte keys and values, $reps repeats, PMIDX_PMEM_HW=$PMIDX_PMEM_HW, $(nproc) CPUs; median (min-max)"
 echo
-echo "| engine | thr | load Mops/s | get Mops/s | update Mops/s | scan-100 Mops/s | p99.9 insert us | p99.9 update us | restart ms | crash recovery ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| engine | thr | load Mops/s | get Mops/s | update Mops/s | scan-100 Mops/s | delete Mops/s | p99.9 insert us | p99.9 update us | restart ms | crash recovery ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $threads; do
 	for e in $engines; do
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$e" "$t" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$e" "$t" \
 			"$(col "$q_load" "$e" "$t" %.2f)" "$(col "$q_get" "$e" "$t" %.2f)" \
 			"$(col "$q_upd" "$e" "$t" %.2f)" "$(col "$q_scan" "$e" "$t" %.3f)" \
+			"$(col "$q_del" "$e" "$t" %.2f)" \
 			"$(col "$q_ins999" "$e" "$t" %.0f)" "$(col "$q_upd999" "$e" "$t" %.0f)" \
 			"$(col "$q_restart" "$e" "$t" %.0f)" "$(col "$q_recov" "$e" "$t" %.0f)"
 	done
@@ -108,12 +111,13 @@ for e in "$@"; do
 	echo
 	echo "$first / $e, run by run (the runs of one repeat and workload, close in time):"
 	echo
-	echo "| thr | load | get | update | scan-100 | p99.9 insert | p99.9 update | restart | crash recovery |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| thr | load | get | update | scan-100 | delete | p99.9 insert | p99.9 update | restart | crash recovery |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for t in $threads; do
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" \
 			"$(ratio "$q_load" "$first" "$e" "$t")" "$(ratio "$q_get" "$first" "$e" "$t")" \
 			"$(ratio "$q_upd" "$first" "$e" "$t")" "$(ratio "$q_scan" "$first" "$e" "$t")" \
+			"$(ratio "$q_del" "$first" "$e" "$t")" \
 			"$(ratio "$q_ins999" "$first" "$e" "$t")" "$(ratio "$q_upd999" "$first" "$e" "$t")" \
 			"$(ratio "$q_restart" "$first" "$e" "$t")" "$(ratio "$q_recov" "$first" "$e" "$t")"
 	done
