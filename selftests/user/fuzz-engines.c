@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Fuzz target: engine recovery (ccl leaf walk and log replay, the uTree
- * list walk and saved image) on mutated engine images.
+ * list walk and saved image, lodge's leaf list and log records) and, on
+ * what an attach accepts, the engines' checks and data paths, on mutated
+ * engine images.
  *
  * Base images, built once at startup with the real engines: per engine of
  * the table below a minimum-size pool with two indexes of that engine,
@@ -12,7 +14,8 @@
  * The base image is attached once (on a copy) to list its objects: every
  * live allocator object, typed by the engine's walk of its own structures
  * (roots, leaves, the log directory and chunks, list nodes, node chunk
- * headers, trackers, saved images) or generically (blobs, others).
+ * headers, trackers, saved images, b3 pages and BST nodes, lodge leaves,
+ * log directory and logs) or generically (blobs, others).
  *
  * The input (little endian, records cut short are ignored):
  *
@@ -32,10 +35,13 @@
  *     3 ZERO    OBJ OFF u8 len (1..64)
  *     4 RAW     u32 pool offset, u8 mask (anywhere at all)
  *     5 RESEAL  OBJ: the object's check words are recomputed (blob
- *               headers; the engine's own: uTree nodes, chunks, images)
+ *               headers; the engine's own: uTree nodes, chunks, images;
+ *               pfart nodes and leaves; b3 pages and nodes; lodge log
+ *               records)
  *     6 FORGE   OBJ u16 entry WORD WORD u16 ts u8 flags: a log entry with
  *               a valid check, written by the core's own log code, into
- *               a log chunk; WORD = u8 mode, then by mode & 3: 0 u64,
+ *               a log chunk of the core's log (ccl's: another engine's
+ *               logs are skipped); WORD = u8 mode, then by mode & 3: 0 u64,
  *               1 OBJ (its offset), 2 u8, 3 u8 (a key of exactly 8 bytes
  *               of the base image); flags: bits 0..3 the entry's, bit 7
  *               a timestamp just below 2^48 (else one of the image's)
@@ -68,6 +74,7 @@
 #include <sanitizer/common_interface_defs.h>
 
 #include <linux/crc32.h>
+#include <linux/crc32c.h>
 #include <shim/pmem.h>
 #include <shim/shim.h>
 #include "core/blob.h"
@@ -76,6 +83,8 @@
 #include "engines/ccl/ccl.h"
 #include "engines/utree/utree.h"
 #include "engines/pfart/pfart.h"
+#include "engines/b3/b3.h"
+#include "engines/lodge/format.h"
 
 #define FE_SIZE		PMIDX_MIN_POOL_SIZE
 /*
@@ -86,13 +95,18 @@
 #define FE_HANG_S	10
 #define FE_MAX_ENGINES	8
 
+/*
+ * The kinds are part of the input format (OBJ): existing inputs keep
+ * their meaning only while these keep their numbers, so a new engine's
+ * objects take the kind nearest to what they are.
+ */
 enum fe_kind {
 	FK_ROOT,	/* an index root */
-	FK_LEAF,	/* ccl leaf, pfart leaf array */
-	FK_LOGDIR,	/* log directory (core/wal.h) */
-	FK_LOG,		/* log chunk, the part written so far */
-	FK_NODE,	/* uTree list node, pfart inner node */
-	FK_CHUNK,	/* uTree node chunk header */
+	FK_LEAF,	/* ccl leaf, pfart leaf array, b3 leaf page, lodge leaf */
+	FK_LOGDIR,	/* log directory (core/wal.h, lodge's) */
+	FK_LOG,		/* log chunk (ccl), log (lodge), the part written so far */
+	FK_NODE,	/* uTree list node, pfart inner node, b3 BST node */
+	FK_CHUNK,	/* uTree node chunk header, b3 internal page */
 	FK_TRACKERS,	/* uTree tracker table */
 	FK_IMAGE,	/* uTree saved tree image */
 	FK_BLOB,	/* any object with a valid blob header */
@@ -143,6 +157,8 @@ struct fe_ctx {
  * @classify: walk the engine's structures from its root, fe_add() them
  * @reseal:   recompute the check words of an object of the engine
  * @extra:    the engine's own maintenance, right after an attach
+ * @wal:      its FK_LOG objects are chunks of the core's log (core/wal.h),
+ *            the only ones FORGE's entries mean anything in
  */
 struct fe_engine {
 	u32	id;
@@ -150,6 +166,7 @@ struct fe_engine {
 	void	(*classify)(struct fe_ctx *c, u64 root);
 	void	(*reseal)(u8 *img, const struct fe_obj *o);
 	void	(*extra)(struct pmidx_index *idx);
+	bool	wal;
 };
 
 static void ccl_fe_setup(void);
@@ -159,13 +176,18 @@ static void ut_fe_classify(struct fe_ctx *c, u64 root);
 static void ut_fe_reseal(u8 *img, const struct fe_obj *o);
 static void pfart_fe_classify(struct fe_ctx *c, u64 root);
 static void pfart_fe_reseal(u8 *img, const struct fe_obj *o);
+static void b3_fe_classify(struct fe_ctx *c, u64 root);
+static void b3_fe_reseal(u8 *img, const struct fe_obj *o);
+static void lodge_fe_classify(struct fe_ctx *c, u64 root);
+static void lodge_fe_reseal(u8 *img, const struct fe_obj *o);
 
 static const struct fe_engine engines[] = {
-	{ PMIDX_ENGINE_CCL, ccl_fe_setup, ccl_fe_classify, NULL, ccl_fe_extra },
+	{ PMIDX_ENGINE_CCL, ccl_fe_setup, ccl_fe_classify, NULL, ccl_fe_extra, true },
 	{ PMIDX_ENGINE_UTREE, NULL, ut_fe_classify, ut_fe_reseal, NULL },
-	{ PMIDX_ENGINE_B3, NULL, NULL, NULL, NULL },
-	/* lodge: objects typed generically (leaves, logs, the directory) */
-	{ PMIDX_ENGINE_LODGE, NULL, NULL, NULL, NULL },
+	/* b3: pages and BST nodes typed, page crcs and node checks resealed */
+	{ PMIDX_ENGINE_B3, NULL, b3_fe_classify, b3_fe_reseal, NULL },
+	/* lodge: leaves, the log directory and logs typed, record crcs resealed */
+	{ PMIDX_ENGINE_LODGE, NULL, lodge_fe_classify, lodge_fe_reseal, NULL },
 	/* pfart: inner nodes and leaf arrays typed, their check words resealed */
 	{ PMIDX_ENGINE_PFART, NULL, pfart_fe_classify, pfart_fe_reseal, NULL },
 };
@@ -524,6 +546,218 @@ static void pfart_fe_reseal(u8 *img, const struct fe_obj *o)
 		h->check = cpu_to_le32(pfart_check_word(h, le64_to_cpu(h->owner)));
 }
 
+/* ---- b3 --------------------------------------------------------------- */
+
+/* A page of the index at @off (b3_page_ok() without a struct b3). */
+static const struct b3_page *b3_fe_page(const struct fe_ctx *c, u64 root, u64 off)
+{
+	const struct b3_page *p = (const void *)(c->img + off);
+
+	if (off < c->pool->alloc.data_off || off % B3_PAGE_SIZE ||
+	    off > FE_SIZE - B3_PAGE_SIZE ||
+	    le32_to_cpu(p->magic) != B3_PAGE_MAGIC ||
+	    le64_to_cpu(p->owner) != root || p->level >= B3_MAX_LEVEL)
+		return NULL;
+	return p;
+}
+
+/* A child word of slot @s: leaves keep 32-bit slot words, inner pages 64 */
+static u64 b3_fe_child(const struct b3_page *p, u32 s, bool right)
+{
+	if (!p->level)
+		return le32_to_cpu(right ? p->l[s].right : p->l[s].left);
+	return le64_to_cpu(right ? p->i[s].right : p->i[s].left);
+}
+
+/*
+ * Every page the way b3's walk (walk.c) reaches them: each level's
+ * sibling chain from its first page, the next level's first page being
+ * the leftmost child of this one's. Leaf pages are FK_LEAF, internal
+ * pages FK_CHUNK (a page of separators), both up to their last slot in
+ * use (slots fill in order); every BST node reachable from a page's
+ * root is FK_NODE on its own (32 bytes, its check word at 28), so that
+ * patches aim at one key, value, meta or child word. Blobs: generic.
+ */
+static void b3_fe_classify(struct fe_ctx *c, u64 root)
+{
+	const struct b3_root *r = (const void *)(c->img + root);
+	const struct b3_page *p;
+	u64 head, off, next, w, stack[B3_SLOTS], n = 0;
+	bool seen[B3_SLOTS];
+	int level = B3_MAX_LEVEL;
+	u32 sp, s;
+
+	if (le64_to_cpu(r->magic) != B3_ROOT_MAGIC)
+		return;
+	for (head = le64_to_cpu(r->top); head; head = next) {
+		next = 0;
+		p = b3_fe_page(c, root, head);
+		if (!p || p->level >= level)
+			return;
+		level = p->level;
+		for (off = head; off && n++ < FE_SIZE / B3_PAGE_SIZE;
+		     off = le64_to_cpu(p->sibling)) {
+			p = b3_fe_page(c, root, off);
+			if (!p || p->level != level)
+				break;
+			fe_add(c, level ? FK_CHUNK : FK_LEAF, off,
+			       used_len(c->img, off, B3_PAGE_SIZE));
+			/* the BST, each node once */
+			memset(seen, 0, sizeof(seen));
+			sp = 0;
+			w = le64_to_cpu(p->root);
+			if (b3_w_is_slot(w))
+				stack[sp++] = w - 1;
+			while (sp) {
+				s = stack[--sp];
+				if (seen[s])
+					continue;
+				seen[s] = true;
+				fe_add(c, FK_NODE, off + B3_NODES_OFF +
+				       (u64)s * B3_NODE_SIZE, B3_NODE_SIZE);
+				w = b3_fe_child(p, s, false);
+				if (b3_w_is_slot(w) && sp < B3_SLOTS)
+					stack[sp++] = w - 1;
+				w = b3_fe_child(p, s, true);
+				if (b3_w_is_slot(w) && sp < B3_SLOTS)
+					stack[sp++] = w - 1;
+			}
+			/* the next level starts at the leftmost child */
+			if (level && off == head) {
+				w = le64_to_cpu(p->root);
+				s = 0;
+				while (b3_w_is_slot(w) && s++ < B3_SLOTS)
+					w = b3_fe_child(p, w - 1, false);
+				next = b3_w_is_page(w) ? w : 0;
+			}
+		}
+		if (!level)
+			return;
+	}
+}
+
+static void b3_fe_reseal_node(struct b3_lnode *n)
+{
+	/* b3_inode has key, meta and check at the same places */
+	n->check = cpu_to_le32(b3_node_check(le64_to_cpu(n->key),
+					     le32_to_cpu(n->meta)));
+}
+
+/*
+ * A node: its check word. A page: every slot with a meta word (a free
+ * slot is all zero; a zero meta is invalid whatever its check) and the
+ * header's crc, so that a patch anywhere in the page gets past both.
+ */
+static void b3_fe_reseal(u8 *img, const struct fe_obj *o)
+{
+	struct b3_page *p = (void *)(img + o->off);
+	u32 s;
+
+	switch (o->kind) {
+	case FK_NODE:
+		b3_fe_reseal_node((void *)p);
+		break;
+	case FK_LEAF:
+	case FK_CHUNK:
+		if (o->cap < B3_PAGE_SIZE)
+			break;
+		for (s = 0; s < B3_SLOTS; s++)
+			if (p->l[s].meta)
+				b3_fe_reseal_node(&p->l[s]);
+		p->crc = cpu_to_le32(b3_page_crc(p));
+		break;
+	}
+}
+
+/* ---- lodge -------------------------------------------------------------- */
+
+/*
+ * Walk the records of lodge log @l of @size bytes as recovery reads them
+ * (recovery.c read_log()): up to the first one of another version, with
+ * no key, a length out of range or past the end. With @reseal each
+ * record's crc is recomputed on the way (the walk then goes as far as
+ * the lengths and versions say, whatever the crcs were).
+ * Return: the offset of the end of the last record taken.
+ */
+static u32 lodge_fe_records(struct lodge_log *l, u32 size, bool reseal)
+{
+	u64 version = le64_to_cpu(l->version);
+	struct lodge_rec *r, h;
+	u32 pos, rsz, crc;
+
+	for (pos = LODGE_LOG_HDR; pos + sizeof(h) <= size; pos += rsz) {
+		r = (void *)((u8 *)l + pos);
+		memcpy(&h, r, sizeof(h));
+		if (le64_to_cpu(h.version) != version || !h.klen ||
+		    le32_to_cpu(h.vlen) > PMIDX_VALUE_MAX)
+			break;
+		rsz = lodge_rec_size(h.klen, le32_to_cpu(h.vlen));
+		if (pos + rsz > size)
+			break;
+		h.crc = 0;
+		crc = crc32c(~0U, &h, sizeof(h));
+		crc = crc32c(crc, r->data, h.klen + le32_to_cpu(h.vlen));
+		if (reseal)
+			r->crc = cpu_to_le32(crc);
+		else if (crc != le32_to_cpu(r->crc))
+			break;
+	}
+	return pos;
+}
+
+/*
+ * The leaf list from the head (next[use], the way recovery walks it),
+ * the log directory up to its last slot in use, and every log it names
+ * up to a line past its last valid record. Fence and slot blobs: generic.
+ */
+static void lodge_fe_classify(struct fe_ctx *c, u64 root)
+{
+	const struct lodge_root *r = (const void *)(c->img + root);
+	const struct lodge_leaf *l;
+	const struct lodge_dir *d;
+	u32 ls = le32_to_cpu(r->leaf_size), i, last = 0;
+	u64 off, n = 0;
+	size_t size;
+
+	if (le64_to_cpu(r->magic) != LODGE_ROOT_MAGIC ||
+	    (ls != 256 && ls != 512 && ls != 1024))
+		return;
+	off = le64_to_cpu(r->head);
+	while (off && off + ls <= FE_SIZE && n++ < FE_SIZE / ls) {
+		l = (const void *)(c->img + off);
+		fe_add(c, FK_LEAF, off, ls);
+		off = le64_to_cpu(l->next[!!(le64_to_cpu(l->bitmap) &
+					     LODGE_USE_BIT)]);
+	}
+	off = le64_to_cpu(r->dir);
+	if (!off || off + LODGE_DIR_SIZE > FE_SIZE)
+		return;
+	d = (const void *)(c->img + off);
+	for (i = 0; i < LODGE_DIR_SLOTS; i++) {
+		u64 loff = le64_to_cpu(d->slot[i]);
+		struct lodge_log *lg;
+
+		if (!loff || loff + LODGE_LOG_HDR > FE_SIZE)
+			continue;
+		lg = (void *)(c->img + loff);
+		last = i;
+		size = pmidx_alloc_size(&c->pool->alloc, loff);
+		if (size >= LODGE_LOG_HDR)
+			fe_add(c, FK_LOG, loff, lodge_fe_records(lg,
+			       min_t(u32, size, le32_to_cpu(lg->size)), false) + 64);
+	}
+	fe_add(c, FK_LOGDIR, off, 64 + 8 * (last + 2));
+}
+
+/* Logs: every record's crc (leaves and the directory have no check word) */
+static void lodge_fe_reseal(u8 *img, const struct fe_obj *o)
+{
+	struct lodge_log *l = (void *)(img + o->off);
+
+	if (o->kind == FK_LOG && o->cap >= LODGE_LOG_HDR)
+		lodge_fe_records(l, min_t(u32, o->cap, le32_to_cpu(l->size)), true);
+}
+
 /* ---- ccl --------------------------------------------------------------- */
 
 static void ccl_fe_setup(void)
@@ -877,6 +1111,26 @@ static u64 get_word(struct rd *r, const struct fe_image *im)
 	}
 }
 
+/* A chunk of the core's log: where FORGE's entries mean something. */
+static bool wal_log(const struct fe_obj *o)
+{
+	return o->kind == FK_LOG && o->eng != 0xff && engines[o->eng].wal;
+}
+
+/* The @n-th log of @im, or the next one of the core's log; NULL: none */
+static const struct fe_obj *wal_log_of(const struct fe_image *im, u32 n)
+{
+	u32 i, cnt = im->count[FK_LOG];
+	const struct fe_obj *o;
+
+	for (i = 0; i < cnt; i++) {
+		o = &im->obj[im->first[FK_LOG] + (n + i) % cnt];
+		if (wal_log(o))
+			return o;
+	}
+	return NULL;
+}
+
 static bool verbose;
 static unsigned long patch_mask = ~0UL;	/* PMIDX_FUZZ_PATCHES: bisecting */
 static unsigned int patch_no;
@@ -1003,9 +1257,9 @@ static void apply(u8 *img_in, const struct fe_image *im, struct rd *r)
 			/* timestamps in the images' range, or at the top */
 			ts = flags & 0x80 ? PMIDX_WAL_TS_MAX - ts % 256 :
 			     1 + ts % (im->writes + 64);
-			if (o->kind != FK_LOG && im->count[FK_LOG])
-				o = &im->obj[im->first[FK_LOG] + ent % im->count[FK_LOG]];
-			if (o->kind != FK_LOG)
+			if (!wal_log(o))
+				o = wal_log_of(im, ent);
+			if (!o)
 				break;
 			ent %= o->len / PMIDX_WAL_ENT_SIZE + 2;
 			if ((ent + 1) * PMIDX_WAL_ENT_SIZE > o->cap)
@@ -1481,8 +1735,8 @@ static bool structural(unsigned int k)
  * images of one engine, per kind of object an XOR (plus a SET64 of a
  * blob's offset), FLIP and ZERO for the structural kinds, RESEAL behind
  * a change where the engine has check words; forged and copied log
- * entries where there is a log; a RAW write. Those with flags 0x80 end
- * with a recovery trace.
+ * entries where there is a core log; a RAW write. Those with flags 0x80
+ * end with a recovery trace.
  */
 static void make_seeds(const char *dir)
 {
@@ -1495,6 +1749,9 @@ static void make_seeds(const char *dir)
 	for (i = 0; i < FE_NIMG; i++) {
 		const struct fe_image *im = &images[i];
 		bool one = hweight32(im->engines) == 1;
+		/* the engine of a one-engine image has a reseal hook */
+		bool seals = one && engines[__ffs(im->engines)].reseal;
+		const struct fe_obj *wl = wal_log_of(im, 0);
 
 #define SEED(fmt, ...) do {						\
 			snprintf(name, sizeof(name), "%s-" fmt, im->name, ##__VA_ARGS__); \
@@ -1541,14 +1798,19 @@ static void make_seeds(const char *dir)
 				put_bytes(&s, 15, 1);
 				SEED("%s-flip-zero", kind_name[k]);
 			}
-			if (k == FK_NODE || k == FK_CHUNK || k == FK_IMAGE || k == FK_BLOB) {
-				/* node: key length; chunk: id; image: count; blob: length */
+			if (k == FK_NODE || k == FK_CHUNK || k == FK_IMAGE || k == FK_BLOB ||
+			    (k == FK_LOG && seals)) {
+				/*
+				 * node: key length (b3: meta, key length);
+				 * chunk: id; image: count; blob: length; log
+				 * (lodge): the first record's value length
+				 */
 				START(0);
 				put_bytes(&s, 1 | 3 << 3, 1);	/* SET64 += */
 				put_bytes(&s, k, 1);
 				put_bytes(&s, idx, 1);
 				put_bytes(&s, k == FK_NODE || k == FK_CHUNK ? 24 :
-					  k == FK_IMAGE ? 8 : 0, 2);
+					  k == FK_IMAGE ? 8 : k == FK_LOG ? 80 : 0, 2);
 				put_bytes(&s, 1, 1);
 				put_bytes(&s, 5, 1);		/* RESEAL */
 				put_bytes(&s, k, 1);
@@ -1556,14 +1818,15 @@ static void make_seeds(const char *dir)
 				SEED("%s-reseal", kind_name[k]);
 			}
 		}
-		if (im->count[FK_LOG]) {
-			u32 ents = im->obj[im->first[FK_LOG]].len / PMIDX_WAL_ENT_SIZE;
+		if (wl) {
+			u32 ents = wl->len / PMIDX_WAL_ENT_SIZE;
+			u32 wi = wl - &im->obj[im->first[FK_LOG]];
 
 			/* a put of a blob key and value, a tombstone of a key */
 			START(0x82);
 			put_bytes(&s, 6, 1);
 			put_bytes(&s, FK_LOG, 1);
-			put_bytes(&s, 0, 1);
+			put_bytes(&s, wi, 1);
 			put_bytes(&s, ents / 2, 2);
 			put_bytes(&s, 1, 1);
 			put_bytes(&s, FK_BLOB, 1);
@@ -1575,7 +1838,7 @@ static void make_seeds(const char *dir)
 			put_bytes(&s, CCL_F_KIND | CCL_F_VIND, 1);
 			put_bytes(&s, 6, 1);
 			put_bytes(&s, FK_LOG, 1);
-			put_bytes(&s, 0, 1);
+			put_bytes(&s, wi, 1);
 			put_bytes(&s, ents, 2);
 			put_bytes(&s, 3, 1);
 			put_bytes(&s, 2, 1);
@@ -1589,7 +1852,7 @@ static void make_seeds(const char *dir)
 			for (k = 0; k < 2; k++) {
 				put_bytes(&s, 6, 1);
 				put_bytes(&s, FK_LOG, 1);
-				put_bytes(&s, 0, 1);
+				put_bytes(&s, wi, 1);
 				put_bytes(&s, ents + k, 2);
 				put_bytes(&s, 3, 1);
 				put_bytes(&s, 1, 1);
@@ -1605,10 +1868,10 @@ static void make_seeds(const char *dir)
 				START(0);
 				put_bytes(&s, 2, 1);
 				put_bytes(&s, FK_LOG, 1);
-				put_bytes(&s, 0, 1);
+				put_bytes(&s, wi, 1);
 				put_bytes(&s, PMIDX_WAL_ENT_SIZE, 2);
 				put_bytes(&s, FK_LOG, 1);
-				put_bytes(&s, 0, 1);
+				put_bytes(&s, wi, 1);
 				put_bytes(&s, ents / 3 * PMIDX_WAL_ENT_SIZE, 2);
 				put_bytes(&s, PMIDX_WAL_ENT_SIZE - 1, 1);
 				SEED("log-copy");

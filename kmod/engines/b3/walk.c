@@ -426,6 +426,17 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 	/* a drop resumed at attach: destroy() walks what is left */
 	if (t->pool->alloc.resuming)
 		return 0;
+	/*
+	 * An instant restart reads no page, so at least the top must be a
+	 * committed page: a top naming a freed one would have its stale
+	 * nodes' blobs and pages unlinked by the first writes.
+	 */
+	if (r->top && !pmidx_alloc_media_committed(&t->pool->alloc,
+						   le64_to_cpu(r->top))) {
+		pr_err("pmidx: index %s: b3 top names no committed page\n",
+		       t->idx->name);
+		return -EUCLEAN;
+	}
 	c = per_cpu_ptr(t->pcpu, 0);
 	if (rc->clean && le64_to_cpu(r->saved) == 1) {
 		c->keys = le64_to_cpu(r->keys);

@@ -448,9 +448,16 @@ int lodge_recover(struct lodge *t, const struct pmidx_recover *rc)
 	if (!r->magic)
 		return 0;
 	ls = le32_to_cpu(r->leaf_size);
+	/*
+	 * The magic is stored after the head leaf is durable and the head is
+	 * never unlinked (lodge.c tree_init()), so a root without a head is
+	 * corrupt. Let through, it would leave no leaf: build() judges each
+	 * replayed record against the ts of leaf 0 that rs.lv does not hold,
+	 * and lodge_build() takes the top node from an empty level.
+	 */
 	if (le64_to_cpu(r->magic) != LODGE_ROOT_MAGIC ||
 	    le32_to_cpu(r->version) != LODGE_FORMAT_VERSION ||
-	    (ls != 256 && ls != 512 && ls != 1024))
+	    (ls != 256 && ls != 512 && ls != 1024) || !r->head)
 		return bad(&rs, "bad root");
 	t->leaf_size = ls;
 	t->slots = (ls - LODGE_LEAF_HDR) / 16;
