@@ -80,7 +80,7 @@ FIXTURE(async) {
 	struct pmidx_index	*idx;
 	int			fd;	/* raw access to the char device */
 	uint32_t		index;
-	bool			skip;
+	char			skip[96];	/* why its tests skip, "": they run */
 };
 
 FIXTURE_VARIANT(async) {
@@ -157,6 +157,7 @@ static void close_handles(FIXTURE_DATA(async) *self)
 
 FIXTURE_SETUP(async)
 {
+	char label[48];
 	int ret;
 
 	self->fd = -1;
@@ -168,10 +169,17 @@ FIXTURE_SETUP(async)
 	detach_all(&self->nl);
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
+	snprintf(label, sizeof(label), "%s%s", variant->engine, variant->sync ? "_sync" : "");
+	if (!variant_wanted(label)) {
+		snprintf(self->skip, sizeof(self->skip),
+			 "variant %s not in PMIDX_VARIANTS", label);
+		return;
+	}
 	ret = pm_create(&self->nl, INDEX_NAME, variant->engine_id);
 	/* an engine the module does not build is refused, nothing persisted */
 	if (ret == -EOPNOTSUPP) {
-		self->skip = true;
+		snprintf(self->skip, sizeof(self->skip),
+			 "engine %s is not built into pmidx.ko", variant->engine);
 		return;
 	}
 	ASSERT_EQ(0, ret) TH_LOG("%s", self->nl.msg);
@@ -182,7 +190,7 @@ FIXTURE_TEARDOWN(async)
 {
 	uint64_t keys;
 
-	if (self->idx && !self->skip)
+	if (self->idx && !self->skip[0])
 		EXPECT_EQ(0, pmidx_check(self->idx, &keys));
 	close_handles(self);
 	detach_all(&self->nl);
@@ -190,9 +198,8 @@ FIXTURE_TEARDOWN(async)
 }
 
 #define REQUIRE_ENGINE() do {						\
-	if (self->skip)							\
-		SKIP(return, "engine %s is not built into pmidx.ko",	\
-		     variant->engine);					\
+	if (self->skip[0])						\
+		SKIP(return, "%s", self->skip);				\
 } while (0)
 
 #define REQUIRE_URING() do {						\

@@ -9,6 +9,7 @@
 #define PMIDX_SELFTEST_DATA_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,24 @@ static inline uint64_t test_seed(void)
 	const char *s = getenv("PMIDX_SEED");
 
 	return s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761ULL;
+}
+
+/*
+ * PMIDX_VARIANTS="ccl pfart ccl_uring": run only the fixture variants
+ * named, skip the others (the debug tier's share: the io_uring and
+ * sync-fallback paths do not depend on the engine); unset: every one.
+ */
+static inline bool variant_wanted(const char *name)
+{
+	const char *list = getenv("PMIDX_VARIANTS"), *p;
+	size_t n = strlen(name);
+
+	if (!list || !*list)
+		return true;
+	for (p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ' ') && (!p[n] || p[n] == ' '))
+			return true;
+	return false;
 }
 
 #endif /* PMIDX_SELFTEST_DATA_H */
