@@ -43,7 +43,7 @@ SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
 	compat-check checkpatch clean demo install crash-long test-module \
-	modules-6.12
+	modules-6.12 check-6.12
 all: module test-module libpmidx tools selftests user-tools python-ext
 
 include libpmidx/libpmidx.mk
@@ -160,6 +160,10 @@ check-vm: all
 check: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-suites all
+
+# make check's 6.12 section alone: VM suites on Debian's 6.12 kernel
+check-6.12: all
+	@tools/run-suites 6.12
 
 # Opt-in: >= 100,000 ADR crash points per engine (tools/testing/crash-long)
 crash-long:
