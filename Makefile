@@ -5,6 +5,8 @@
 #   make              module (against the target Debian kernel), tools, tests
 #   make check        check-user + check-vm, ends with "N passed, N failed"
 #   make compat-check the module against Debian's 6.12 headers as well
+#   make modules-6.12 pmidx.ko, the test module and the sample client for
+#                     Debian's 6.12 kernel (build/k612; the 6.12 VM suites)
 #   make install      library, tools, man pages, completions (PREFIX=/usr/local)
 #   make deb          Debian packages in build/deb (packaging/packaging.mk)
 #   make dkms-install the module through DKMS (as root; dkms-remove undoes it)
@@ -14,7 +16,11 @@
 
 KVER	?= $(shell tools/kver.sh)
 KDIR	?= /lib/modules/$(KVER)/build
-KDIR612	?= $(lastword $(sort $(wildcard /usr/src/linux-headers-6.12.*-amd64)))
+# the newest 6.12 headers of the generic flavour (version order: 6.12.10 > 6.12.9)
+ifndef KDIR612
+KDIR612	:= $(shell ls -d /usr/src/linux-headers-6.12.*-amd64 2>/dev/null | \
+	grep -v -e -cloud- -e -rt- | sort -V | tail -n1)
+endif
 B	:= build
 # The project's version: Debian packages (debian/changelog), DKMS, pmidxctl.
 PMIDX_VERSION := 0.1.0
@@ -36,7 +42,8 @@ SELFTEST_SRC := $(wildcard selftests/vm/*.c)
 SELFTEST_BIN := $(patsubst selftests/vm/%.c,$(BIN)/selftests/%,$(SELFTEST_SRC))
 
 .PHONY: all module tools selftests deps check check-user check-vm \
-	compat-check checkpatch clean demo install crash-long test-module
+	compat-check checkpatch clean demo install crash-long test-module \
+	modules-6.12 check-6.12
 all: module test-module libpmidx tools selftests user-tools python-ext
 
 include libpmidx/libpmidx.mk
@@ -67,14 +74,50 @@ $(TEST_KO): $(shell find Kbuild kmod uapi include -name '*.[ch]' -o -name Kbuild
 	@sed -i '/^obj-m += samples/d' $(B)/test-module/Kbuild
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(B)/test-module CONFIG_PMIDX_TEST=y modules
 
-# Build a copy of the module sources against the 6.12 headers, so the
-# compat header is exercised without disturbing the 6.1 objects.
-compat-check:
-	@test -n "$(KDIR612)" || { echo "compat-check: no 6.12 headers (make deps)"; exit 1; }
-	@rm -rf $(B)/compat-6.12 && mkdir -p $(B)/compat-6.12
-	@cp -r Kbuild kmod uapi include samples $(B)/compat-6.12/
-	@find $(B)/compat-6.12 -name '*.o' -o -name '*.cmd' -o -name '*.mod*' | xargs rm -f
-	$(MAKE) -C $(KDIR612) M=$(CURDIR)/$(B)/compat-6.12 modules
+# Debian's 6.12 kernel, the release of the newest installed headers
+# (KDIR612): $(K612)/pmidx.ko with the sample client
+# ($(K612)/samples/pmidx_dentry/) and $(K612)/test-module/pmidx.ko
+# (CONFIG_PMIDX_TEST=y, no sample), which the 6.12 VM suites load
+# (tools/run-suites 6.12). kbuild writes its objects next to the sources,
+# so it builds copies; only changed files are copied, so a rebuild redoes
+# what changed. The kernel-dir stamp rebuilds them for other headers.
+K612	:= $(B)/k612
+K612_SRC := $(shell find Kbuild kmod uapi include samples \
+	-name '*.[ch]' ! -name '*.mod.c' -o -name Kbuild)
+K612_TEST_SRC := $(filter-out Kbuild samples/%,$(K612_SRC))
+
+# k612_build DIR,SOURCES[,MAKE ARGS]: copy the changed SOURCES into DIR,
+# build DIR against the 6.12 headers.
+define k612_build
+	@for f in $(2); do \
+		cmp -s $$f $(1)/$$f || { mkdir -p $(1)/$$(dirname $$f) && cp $$f $(1)/$$f; }; \
+	done
+	+$(MAKE) -C $(KDIR612) M=$(CURDIR)/$(1) $(3) modules
+	@touch $(1)/pmidx.ko
+endef
+
+modules-6.12: $(K612)/pmidx.ko $(K612)/test-module/pmidx.ko
+
+.PHONY: FORCE
+FORCE:
+$(K612)/kernel-dir: FORCE
+	@test -n "$(KDIR612)" || \
+		{ echo "modules-6.12: no linux-headers-6.12.*-amd64 (make deps)" >&2; exit 1; }
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(KDIR612)" ] || echo "$(KDIR612)" >$@
+
+$(K612)/pmidx.ko: $(K612_SRC) $(K612)/kernel-dir
+	$(call k612_build,$(K612),$(K612_SRC))
+
+$(K612)/test-module/pmidx.ko: $(K612_TEST_SRC) Kbuild $(K612)/kernel-dir
+	@mkdir -p $(@D)
+	@sed '/^obj-m += samples/d' Kbuild | cmp -s - $(@D)/Kbuild || \
+		sed '/^obj-m += samples/d' Kbuild >$(@D)/Kbuild
+	$(call k612_build,$(K612)/test-module,$(K612_TEST_SRC),CONFIG_PMIDX_TEST=y)
+
+# The compat header against the 6.12 headers: the module (with the sample
+# client and the test interface) builds for them.
+compat-check: modules-6.12
 	@echo "compat-check: pmidx.ko builds against $(notdir $(KDIR612))"
 
 tools: $(BIN)/pmidxctl $(BIN)/pmidx-bench
@@ -117,6 +160,10 @@ check-vm: all
 check: deps
 	@$(MAKE) --no-print-directory all
 	@tools/run-suites all
+
+# make check's 6.12 section alone: VM suites on Debian's 6.12 kernel
+check-6.12: all
+	@tools/run-suites 6.12
 
 # Opt-in: >= 100,000 ADR crash points per engine (tools/testing/crash-long)
 crash-long:

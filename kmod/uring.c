@@ -84,8 +84,11 @@ int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (issue_flags & IO_URING_F_NONBLOCK)
 		flags |= PMIDX_DISPATCH_NOWAIT;
 	ret = pmidx_dispatch(d->pool, &cmd, &pmidx_user_access, flags);
-	if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT))
-		return -EAGAIN;		/* again, from an io_uring worker */
+	if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT)) {
+		/* again, from an io_uring worker: the SQE must outlive its slot */
+		pmidx_uring_cmd_keep_sqe(ioucmd);
+		return -EAGAIN;
+	}
 	io_uring_cmd_done(ioucmd, first_output(&cmd, ret),
 			  second_output(&cmd, ret), issue_flags);
 	return -EIOCBQUEUED;

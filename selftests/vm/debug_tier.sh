@@ -7,15 +7,31 @@
 # check (which then covers all of them). Runs in the guest, with the test
 # module (pool_admin drives its allocator exercise) and two devices: the
 # big one (/dev/pmem0) for every suite, the small one for pool_admin.
+# The 6.12 section (tools/run-suites 6.12) shares a guest the same way, on
+# Debian's 6.12 kernel, for the suites it names.
 #
-#   DEBUG_TIER_ONLY="data_path races"  run only these (development)
+#   selftests/vm/debug_tier.sh [SUITE...]  only these (default: all five,
+#                                          in the order below)
+#   DEBUG_TIER_ONLY="data_path races"      the same (development)
 #
 # Each suite prints its own totals; tools/run-suites sums them. The exit
 # status is non-zero when one of them failed.
 cd "$(dirname "$0")/../.." || exit 1
 CTL=build/bin/pmidxctl
 BIN=build/bin/selftests
+SUITES="pool_admin data_path async_api kapi_client races"
+only=${*:-${DEBUG_TIER_ONLY:-}}
 rc=0
+
+# A misspelt name would run nothing and pass.
+for s in $only; do
+	case " $SUITES " in
+	*" $s "*) ;;
+	*) echo "debug_tier: unknown suite '$s' (known: $SUITES)"
+	   echo "0 passed, 1 failed"
+	   exit 1 ;;
+	esac
+done
 
 # The suites but pool_admin use /dev/pmem0: it must be the big device
 # (QEMU's last --pmem).
@@ -36,8 +52,8 @@ reset_state() {
 run() { # name cmd...
 	name=$1
 	shift
-	if [ -n "${DEBUG_TIER_ONLY:-}" ]; then
-		case " $DEBUG_TIER_ONLY " in *" $name "*) ;; *) return 0 ;; esac
+	if [ -n "$only" ]; then
+		case " $only " in *" $name "*) ;; *) return 0 ;; esac
 	fi
 	reset_state
 	echo "# ---- $name: $*"
