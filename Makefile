@@ -127,12 +127,13 @@ $(BIN)/pmidxctl: $(PMIDXCTL_SRC) $(wildcard tools/pmidxctl/*.h) uapi/linux/pmidx
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(NL_CFLAGS) $(LDFLAGS) $(PMIDXCTL_SRC) -o $@ $(NL_LIBS)
 
 # pmidx-bench links the embedded libpmidx: pool files in-process and
-# kernel pools through the same API.
+# kernel pools through the same API; and Debian's liblmdb for its
+# baseline path (tools/bench/path_lmdb.c).
 BENCH_SRC := $(wildcard tools/bench/*.c)
 $(BIN)/pmidx-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h) $(EMB_LIB) libpmidx/include/pmidx.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -I libpmidx/include $(LDFLAGS) $(BENCH_SRC) $(EMB_LIB) \
-		-luring -lpthread -lm -o $@
+		-luring -llmdb -lpthread -lm -o $@
 
 # kselftest headers come from Debian's linux-source at build time (GPL-2.0,
 # never committed).

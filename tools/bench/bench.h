@@ -4,8 +4,8 @@
  * or two phases (load, then the workload) through one path; each phase
  * runs its threads (run.c), each thread draws operations from its
  * workload generator (workload.c) and issues them through the path
- * (path_sync.c, path_uring.c, path_kernel.c), recording latencies in a
- * histogram (stats.c).
+ * (path_sync.c, path_uring.c, path_kernel.c, or path_lmdb.c: LMDB as the
+ * baseline), recording latencies in a histogram (stats.c).
  */
 #ifndef PMIDX_BENCH_H
 #define PMIDX_BENCH_H
@@ -28,6 +28,7 @@ enum bench_path {
 	PATH_URING,	/* libpmidx rings: io_uring passthrough */
 	PATH_INPROC,	/* libpmidx sync API on a pool file, in-process */
 	PATH_KERNEL,	/* the in-kernel API through /dev/pmidx_dentry */
+	PATH_LMDB,	/* LMDB in a directory: the baseline, no pmidx */
 };
 
 enum bench_dist {
@@ -65,7 +66,7 @@ struct bench_op {
 struct bench_cfg {
 	char			label[160];	/* compare: the spec; else "" */
 	enum bench_path		path;
-	const char		*target;	/* char device or pool file */
+	const char		*target;	/* char device, pool file, lmdb DIR */
 	const char		*engine;
 	const char		*index;
 	enum bench_wl		wl;
@@ -166,6 +167,7 @@ struct bench_run {
 	struct pmidx_pool		*pool;
 	struct pmidx_index		*idx;
 	char				pool_name[64];	/* kernel path */
+	void				*priv;		/* lmdb path: its env */
 };
 
 /* The buffers of one operation in flight. */
@@ -196,6 +198,7 @@ void bench_close_index(struct bench_run *run);
 extern const struct bench_path_ops bench_path_sync;
 extern const struct bench_path_ops bench_path_uring;
 extern const struct bench_path_ops bench_path_kernel;
+extern const struct bench_path_ops bench_path_lmdb;
 
 /*
  * Run phase @wl of @run's configuration and fill @res. Return: 0, or a

@@ -3,14 +3,15 @@
  * pmidx-bench: throughput and latency of pmidx indexes through every
  * path: libpmidx's sync API over ioctls, its rings over io_uring
  * passthrough (queue depth, BATCH commands), in-process on a pool file,
- * and the in-kernel API through the sample client. YCSB-style workloads
- * on uniform or zipfian keys; a table of ops/s and latency percentiles,
- * JSON, and a compare mode that runs several configurations in one
- * invocation and gives their ratios against the first. See usage().
+ * and the in-kernel API through the sample client; and, as the baseline,
+ * the same workloads on LMDB. YCSB-style workloads on uniform or zipfian
+ * keys; a table of ops/s and latency percentiles, JSON, and a compare
+ * mode that runs several configurations in one invocation and gives
+ * their ratios against the first. See usage().
  *
  * Files: run.c (phases, threads, progress), workload.c (operation mixes
- * and keys), path_sync.c, path_uring.c, path_kernel.c (the paths),
- * stats.c (histograms, table, JSON), zipf.c (zipfian generator).
+ * and keys), path_sync.c, path_uring.c, path_kernel.c, path_lmdb.c (the
+ * paths), stats.c (histograms, table, JSON), zipf.c (zipfian generator).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +51,10 @@ static void usage(FILE *f)
 "                                  samples/pmidx_dentry/pmidx_dentry.ko):\n"
 "                                  load, insert, update, C, delete only,\n"
 "                                  sequential keys, mean latency only\n"
+"                    lmdb:DIR      the baseline: LMDB in directory DIR\n"
+"                                  (ext4 -o dax on pmem), MDB_WRITEMAP,\n"
+"                                  synced at every commit, one transaction\n"
+"                                  per --batch ops; --engine is ignored\n"
 "                    DEV defaults to " DEFAULT_DEV "\n"
 "  --engine E        ccl (default), utree, b3, ...: engine of the index\n"
 "  --workload W      load         insert keys 0..N-1 (always run first)\n"
@@ -71,10 +76,11 @@ static void usage(FILE *f)
 "  --value-size B    0..65536 (default 8)\n"
 "  --qd N            uring: ring entries in flight per thread (default 16)\n"
 "  --batch N         ops per BATCH command, 1..1024 (default 1: one op per\n"
-"                    SQE or ioctl); uring and ioctl paths\n"
+"                    SQE or ioctl); uring and ioctl paths; lmdb: ops per\n"
+"                    transaction\n"
 "  --index NAME      index to use (default \"" BENCH_INDEX "\")\n"
-"  --no-create       use the existing index (and pool file) as it is;\n"
-"                    otherwise the index is dropped and created again\n"
+"  --no-create       use the existing index (pool file, lmdb DIR) as it\n"
+"                    is; otherwise the index is dropped and created again\n"
 "  --no-load         skip the load phase\n"
 "  --seed S          seed of the key generators\n"
 "  --json FILE       write the results as JSON\n"
@@ -91,7 +97,10 @@ static void usage(FILE *f)
 "\n"
 "Example:\n"
 "  pmidx-bench --workload C --keys 200000 --compare path=ioctl \\\n"
-"      path=uring,qd=1 path=uring,qd=16 path=uring,qd=64,batch=16\n",
+"      path=uring,qd=1 path=uring,qd=16 path=uring,qd=64,batch=16\n"
+"  pmidx-bench --workload A --keys 20000 --compare path=ioctl \\\n"
+"      path=uring,qd=64,batch=16 path=lmdb:/mnt/dax/lmdb \\\n"
+"      path=lmdb:/mnt/dax/lmdb,batch=16\n",
 		MAX_CONFIGS);
 }
 
@@ -126,6 +135,7 @@ static int parse_path(struct bench_cfg *c, const char *s)
 	} paths[] = {
 		{ "ioctl", PATH_IOCTL }, { "uring", PATH_URING },
 		{ "inproc", PATH_INPROC }, { "kernel", PATH_KERNEL },
+		{ "lmdb", PATH_LMDB },
 	};
 	const char *colon = strchr(s, ':');
 	size_t len = colon ? (size_t)(colon - s) : strlen(s);
@@ -136,7 +146,8 @@ static int parse_path(struct bench_cfg *c, const char *s)
 			continue;
 		c->path = paths[i].path;
 		c->target = colon ? colon + 1 : DEFAULT_DEV;
-		if (c->path == PATH_INPROC && (!colon || !colon[1]))
+		if ((c->path == PATH_INPROC || c->path == PATH_LMDB) &&
+		    (!colon || !colon[1]))
 			return -EINVAL;
 		return 0;
 	}
@@ -348,6 +359,8 @@ static const struct bench_path_ops *path_ops(enum bench_path p)
 		return &bench_path_uring;
 	case PATH_KERNEL:
 		return &bench_path_kernel;
+	case PATH_LMDB:
+		return &bench_path_lmdb;
 	default:
 		return &bench_path_sync;
 	}
@@ -412,7 +425,8 @@ static int run_config(struct bench_report *rep)
 	int ret;
 
 	rep->restart_ms = rep->recovery_ms = -1;
-	if (c->create && setup_index(c)) {
+	/* lmdb: its path makes the environment afresh itself */
+	if (c->create && c->path != PATH_LMDB && setup_index(c)) {
 		fprintf(stderr, "pmidx-bench: cannot create index %s (engine %s) on %s\n",
 			c->index, c->engine, c->target);
 		return -EIO;
@@ -421,7 +435,10 @@ static int run_config(struct bench_report *rep)
 	if (!ret)
 		ret = run.ops->open(&run);
 	if (ret) {
-		fprintf(stderr, "pmidx-bench: %s: %s\n", c->target, pmidx_strerror(ret));
+		/* the lmdb path has said what failed, in LMDB's words */
+		if (c->path != PATH_LMDB)
+			fprintf(stderr, "pmidx-bench: %s: %s\n", c->target,
+				pmidx_strerror(ret));
 		return ret;
 	}
 	ret = run_phases(&run, rep);
@@ -441,8 +458,9 @@ static bool kernel_can(enum bench_wl wl)
 
 static int check_cfg(const struct bench_cfg *c)
 {
-	if (c->batch > 1 && c->path != PATH_URING && c->path != PATH_IOCTL) {
-		fprintf(stderr, "pmidx-bench: --batch needs the uring or ioctl path\n");
+	if (c->batch > 1 && c->path != PATH_URING && c->path != PATH_IOCTL &&
+	    c->path != PATH_LMDB) {
+		fprintf(stderr, "pmidx-bench: --batch needs the uring, ioctl or lmdb path\n");
 		return -EINVAL;
 	}
 	if (c->path == PATH_KERNEL && !kernel_can(c->wl)) {
@@ -475,6 +493,8 @@ int main(int argc, char **argv)
 			return 2;
 		if (!rep[i].cfg.ops)
 			rep[i].cfg.ops = rep[i].cfg.keys;
+		if (rep[i].cfg.path == PATH_LMDB)
+			rep[i].cfg.engine = "lmdb";
 		if (check_cfg(&rep[i].cfg))
 			return 2;
 	}

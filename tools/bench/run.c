@@ -148,13 +148,17 @@ static void fill_result(struct bench_run *run, struct bench_thread *th,
 static int thread_errors(struct bench_thread *th, unsigned int n)
 {
 	unsigned int i;
+	int err;
 
 	for (i = 0; i < n; i++) {
-		if (th[i].err) {
+		err = th[i].err;
+		if (err) {
+			/* lmdb: why holds LMDB's message, err its errno */
 			fprintf(stderr, "pmidx-bench: thread %u: %s%s%s\n", i,
 				th[i].why, th[i].why[0] ? ": " : "",
-				pmidx_strerror(th[i].err));
-			return th[i].err;
+				th[i].run->cfg->path == PATH_LMDB ? strerror(-err) :
+								    pmidx_strerror(err));
+			return err;
 		}
 	}
 	return 0;

@@ -83,6 +83,7 @@ const char *bench_path_name(enum bench_path p)
 	static const char *const names[] = {
 		[PATH_IOCTL] = "ioctl", [PATH_URING] = "uring",
 		[PATH_INPROC] = "inproc", [PATH_KERNEL] = "kernel",
+		[PATH_LMDB] = "lmdb",
 	};
 
 	return names[p];
@@ -169,7 +170,7 @@ static int label_width(const struct bench_report *r, unsigned int n)
 void bench_print_table(const struct bench_report *r, unsigned int n)
 {
 	const struct bench_cfg *c = &r[0].cfg;
-	bool compare = n > 1, kernel = false;
+	bool compare = n > 1, kernel = false, lmdb = false;
 	int w = label_width(r, n);
 	char label[160];
 	unsigned int i, j;
@@ -185,6 +186,7 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 	for (i = 0; i < n; i++) {
 		cfg_label(&r[i].cfg, label, sizeof(label));
 		kernel |= r[i].cfg.path == PATH_KERNEL;
+		lmdb |= r[i].cfg.path == PATH_LMDB;
 		for (j = 0; j < r[i].nres; j++)
 			print_row(w, label, &r[i].res[j],
 				  ratio_of(r, n, &r[i].res[j]), compare);
@@ -197,6 +199,9 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 	if (kernel)
 		printf("kernel: ops run by the in-kernel API (sample client), sequential keys; "
 		       "latency is the mean in-kernel time per op, no percentiles\n");
+	if (lmdb)
+		printf("lmdb: LMDB (MDB_WRITEMAP, synced at commit), one transaction per batch of ops; "
+		       "its ops share its latency\n");
 	for (i = 0; i < n; i++)
 		if (r[i].cfg.path == PATH_URING) {
 			printf("uring: latency is queue-to-completion per op; a BATCH's ops share its latency\n");
