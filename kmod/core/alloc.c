@@ -42,6 +42,9 @@
  * object stays allocated in DRAM until pmidx_free() (epochs), but it is
  * free on media at step 3: after a crash no reader is left to protect.
  * So "unlink then free" needs no trace: the record finishes it.
+ * What a txn frees comes from the engine's words, which a corrupt image
+ * may have changed: pmidx_txn_check() before the arm refuses an object
+ * not committed on media (freed already, or pending) or named twice.
  * Objects of an engine's root are still traced (the pool marks roots).
  * Dropping a committed index is the one free without a txn: nothing
  * links the objects any more, so pmidx_free_committed_now() clears the
@@ -1454,6 +1457,57 @@ void pmidx_txn_free(struct pmidx_txn *txn, u64 off)
 {
 	if (!WARN_ON_ONCE(txn->nalloc + txn->nfree >= PMIDX_INTENT_OBJS))
 		txn->free[txn->nfree++] = off;
+}
+
+/* @off among the allocs of @x[0..@n), or the frees before @x[@i]->free[@k]? */
+static bool txn_listed(struct pmidx_txn *const *x, unsigned int n,
+		       unsigned int i, unsigned int k, u64 off)
+{
+	unsigned int t, j;
+
+	for (t = 0; t < n; t++) {
+		for (j = 0; j < x[t]->nalloc; j++)
+			if (x[t]->alloc[j] == off)
+				return true;
+		for (j = 0; t <= i && j < (t < i ? x[t]->nfree : k); j++)
+			if (x[t]->free[j] == off)
+				return true;
+	}
+	return false;
+}
+
+/**
+ * pmidx_txn_check - may txns @x[0..@n) unlink what they name?
+ * @bad: the first object refused
+ *
+ * For an engine that takes what it unlinks from words of its media,
+ * which a corrupt image may have changed: called before the first of
+ * the txns is armed (an operation that makes several link stores checks
+ * them all before its first store). Every object a txn frees must be a
+ * committed-mode object whose commit bit is set on media (not a free
+ * one, not a pending one) and appear once in all the txns' lists (frees
+ * and allocs). Whose object it is stays the engine's to know.
+ *
+ * Context: any; takes a chunk lock per object freed. Return: 0, or
+ * -EUCLEAN (nothing changed: the caller cancels the txns).
+ */
+int pmidx_txn_check(struct pmidx_alloc *a, struct pmidx_txn *const *x,
+		    unsigned int n, u64 *bad)
+{
+	unsigned int i, k;
+	u64 off;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < x[i]->nfree; k++) {
+			off = x[i]->free[k];
+			if (!pmidx_alloc_media_committed(a, off) ||
+			    txn_listed(x, n, i, k, off)) {
+				*bad = off;
+				return -EUCLEAN;
+			}
+		}
+	}
+	return 0;
 }
 
 /**

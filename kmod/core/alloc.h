@@ -271,6 +271,8 @@ bool pmidx_txn_cpus_ok(void);
 int pmidx_txn_begin(struct pmidx_alloc *a, struct pmidx_txn *txn);
 void pmidx_txn_alloc(struct pmidx_txn *txn, u64 off);
 void pmidx_txn_free(struct pmidx_txn *txn, u64 off);
+int pmidx_txn_check(struct pmidx_alloc *a, struct pmidx_txn *const *x,
+		    unsigned int n, u64 *bad);
 void pmidx_txn_arm(struct pmidx_alloc *a, struct pmidx_txn *txn,
 		   const void *word, unsigned int width, u64 val);
 void pmidx_txn_end(struct pmidx_alloc *a, struct pmidx_txn *txn);

@@ -13,8 +13,17 @@
  * buffer. Writes may allocate or help the GC, SCAN and CHECK walk far and
  * BATCH runs many ops: they answer -EAGAIN and io_uring issues them again
  * from a worker, where they may sleep.
+ *
+ * Buffers: nothing on the per-operation path allocates. Keys (at most
+ * PMIDX_KEY_MAX bytes) and values of up to OP_STACK_MAX bytes live on the
+ * stack; larger values, SCAN's bounce buffer and BATCH's entry array use
+ * a scratch buffer of SCRATCH_SIZE bytes taken from the pool's per-CPU
+ * cache and given back after the op (scratch_get()/scratch_put()). Only
+ * what does not fit one (a SCAN buffer over SCRATCH_SIZE, a BATCH of more
+ * than SCRATCH_SIZE / 80 entries) or a cache found empty allocates.
  */
 #include <linux/errno.h>
+#include <linux/percpu.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -22,18 +31,83 @@
 #include "engine.h"
 
 #define SCAN_BUF_MAX	(1U << 20)	/* bounce buffer cap per SCAN */
+#define OP_STACK_MAX	256		/* values up to this: on the stack */
+#define SCRATCH_SIZE	PMIDX_VALUE_MAX	/* a cached scratch buffer */
+
+/*
+ * Two cached buffers per CPU: a BATCH holds one for its entry array while
+ * an entry takes the other. A buffer taken on one CPU may go back on
+ * another; a put that finds both slots full frees it.
+ */
+struct pmidx_scratch_cpu {
+	void	*slot[2];
+};
+
+int pmidx_dispatch_init(struct pmidx_pool *pool)
+{
+	pool->scratch = alloc_percpu(struct pmidx_scratch_cpu);
+	return pool->scratch ? 0 : -ENOMEM;
+}
+
+void pmidx_dispatch_exit(struct pmidx_pool *pool)
+{
+	struct pmidx_scratch_cpu *sc;
+	unsigned int i;
+	int cpu;
+
+	if (!pool->scratch)
+		return;
+	for_each_possible_cpu(cpu) {
+		sc = per_cpu_ptr(pool->scratch, cpu);
+		for (i = 0; i < ARRAY_SIZE(sc->slot); i++)
+			kvfree(sc->slot[i]);
+	}
+	free_percpu(pool->scratch);
+	pool->scratch = NULL;
+}
+
+/*
+ * A buffer of @len bytes for one op: a cached scratch buffer when @len
+ * fits one (*@cache: give it back to the cache), else an allocation of
+ * its own. Under PMIDX_DISPATCH_NOWAIT only the cache or GFP_NOWAIT.
+ */
+static void *scratch_get(struct pmidx_pool *pool, u32 len, unsigned int flags,
+			 bool *cache)
+{
+	bool nowait = flags & PMIDX_DISPATCH_NOWAIT;
+	unsigned int i;
+	void *buf;
+
+	*cache = len <= SCRATCH_SIZE && pool->scratch;
+	if (*cache) {
+		for (i = 0; i < ARRAY_SIZE(pool->scratch->slot); i++) {
+			buf = this_cpu_xchg(pool->scratch->slot[i], NULL);
+			if (buf)
+				return buf;
+		}
+		/* the cache is empty: a new one, for it, unless in a hurry */
+		if (!nowait)
+			return kvmalloc(SCRATCH_SIZE, GFP_KERNEL);
+		*cache = false;
+	}
+	if (nowait)
+		return kmalloc(max(len, 1U), GFP_NOWAIT | __GFP_NOWARN);
+	return kvmalloc(max(len, 1U), GFP_KERNEL);
+}
+
+static void scratch_put(struct pmidx_pool *pool, void *buf, bool cache)
+{
+	unsigned int i;
+
+	for (i = 0; cache && i < ARRAY_SIZE(pool->scratch->slot); i++)
+		if (!this_cpu_cmpxchg(pool->scratch->slot[i], NULL, buf))
+			return;
+	kvfree(buf);
+}
 
 static bool is_write(u8 op)
 {
 	return op == PMIDX_OP_PUT || op == PMIDX_OP_DEL;
-}
-
-/* Buffers of one operation; GFP_NOWAIT on the non-blocking path. */
-static void *op_buf(u32 len, unsigned int flags)
-{
-	if (flags & PMIDX_DISPATCH_NOWAIT)
-		return kmalloc(max(len, 1U), GFP_NOWAIT | __GFP_NOWARN);
-	return kvmalloc(max(len, 1U), GFP_KERNEL);
 }
 
 static const u16 op_flags[__PMIDX_OP_MAX] = {
@@ -136,6 +210,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 {
 	struct scan_out o = { .sink.emit = scan_emit, .max = c->count };
 	u8 end[PMIDX_KEY_MAX];
+	bool cache;
 	int ret;
 
 	if (c->end_key_len) {
@@ -144,7 +219,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 			return ret;
 	}
 	o.cap = min(c->val_len, SCAN_BUF_MAX);
-	o.buf = kvmalloc(max(o.cap, 1U), GFP_KERNEL);
+	o.buf = scratch_get(idx->pool, o.cap, 0, &cache);
 	if (!o.buf)
 		return -ENOMEM;
 	ret = idx->ops->scan(idx, key, c->key_len, c->flags & PMIDX_SCAN_AFTER,
@@ -164,7 +239,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 	if (o.more)
 		c->flags |= PMIDX_SCAN_MORE;
 out:
-	kvfree(o.buf);
+	scratch_put(idx->pool, o.buf, cache);
 	return ret;
 }
 
@@ -172,12 +247,15 @@ static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		  const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	u32 cap = min_t(u32, c->val_len, PMIDX_VALUE_MAX), len = cap;
-	u8 *val;
+	u8 small[OP_STACK_MAX], *val = small;
+	bool cache = false;
 	int ret;
 
-	val = op_buf(cap, flags);
-	if (!val)
-		return flags & PMIDX_DISPATCH_NOWAIT ? -EAGAIN : -ENOMEM;
+	if (cap > sizeof(small)) {
+		val = scratch_get(idx->pool, cap, flags, &cache);
+		if (!val)
+			return flags & PMIDX_DISPATCH_NOWAIT ? -EAGAIN : -ENOMEM;
+	}
 	ret = idx->ops->get(idx, key, c->key_len, val, &len);
 	if (ret)
 		goto out;
@@ -190,24 +268,29 @@ static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 	if (!ret)
 		c->val_len = len;
 out:
-	kvfree(val);
+	if (val != small)
+		scratch_put(idx->pool, val, cache);
 	return ret;
 }
 
 static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		  const struct pmidx_uaccess *ua)
 {
-	u8 *val;
+	u8 small[OP_STACK_MAX], *val = small;
+	bool cache = false;
 	int ret;
 
-	val = kvmalloc(max(c->val_len, 1U), GFP_KERNEL);
-	if (!val)
-		return -ENOMEM;
+	if (c->val_len > sizeof(small)) {
+		val = scratch_get(idx->pool, c->val_len, 0, &cache);
+		if (!val)
+			return -ENOMEM;
+	}
 	ret = ua->from(val, c->val, c->val_len);
 	if (!ret)
 		ret = idx->ops->put(idx, key, c->key_len, val, c->val_len,
 				    c->flags);
-	kvfree(val);
+	if (val != small)
+		scratch_put(idx->pool, val, cache);
 	return ret;
 }
 
@@ -319,9 +402,11 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	struct pmidx_cmd *ents;
 	u64 out = 0;
 	u32 i, failed = 0;
+	bool cache;
 	int ret;
 
-	ents = kvmalloc_array(c->count, sizeof(*ents), GFP_KERNEL);
+	/* c->val_len is c->count entries (check_batch_shape()) */
+	ents = scratch_get(pool, c->val_len, flags, &cache);
 	if (!ents)
 		return -ENOMEM;
 	ret = ua->from(ents, c->val, c->val_len);
@@ -354,7 +439,7 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	if (!ret)
 		c->result = failed;
 out:
-	kvfree(ents);
+	scratch_put(pool, ents, cache);
 	return ret;
 }
 

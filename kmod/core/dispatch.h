@@ -22,4 +22,8 @@ struct pmidx_uaccess {
 int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		   const struct pmidx_uaccess *ua, unsigned int flags);
 
+/* The pool's per-CPU scratch buffers (pool->scratch): at attach, detach. */
+int pmidx_dispatch_init(struct pmidx_pool *pool);
+void pmidx_dispatch_exit(struct pmidx_pool *pool);
+
 #endif /* _PMIDX_DISPATCH_H */

@@ -39,6 +39,7 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include "pool.h"
+#include "dispatch.h"
 #include "engine.h"
 #include "index_table.h"
 #include "super.h"
@@ -402,6 +403,9 @@ struct pmidx_pool *pmidx_pool_open(void *base, u64 size, bool eadr,
 	ret = pmem_init(&pool->pm, base, size, eadr);
 	if (ret)
 		goto err_free;
+	ret = pmidx_dispatch_init(pool);
+	if (ret)
+		goto err_pmem;
 	if (eadr)
 		pool->flags |= PMIDX_POOL_F_EADR;
 
@@ -435,6 +439,7 @@ err_epoch:
 err_alloc:
 	pmidx_alloc_destroy(&pool->alloc);
 err_pmem:
+	pmidx_dispatch_exit(pool);
 	free_percpu(pool->pm.stats);
 err_free:
 	kfree(pool);
@@ -462,6 +467,7 @@ void pmidx_pool_close(struct pmidx_pool *pool)
 	}
 	mutex_unlock(&pool->lock);
 	pmidx_alloc_destroy(&pool->alloc);
+	pmidx_dispatch_exit(pool);
 	free_percpu(pool->pm.stats);
 	kfree(pool);
 }

@@ -21,6 +21,7 @@
 
 struct pmidx_pool;
 struct pmidx_engine_ops;
+struct pmidx_scratch_cpu;
 
 /**
  * struct pmidx_index - an open index (DRAM)
@@ -90,6 +91,7 @@ struct pmidx_index {
  * @needs_trace: objects were abandoned on purpose (allocator tests): do
  *             not write a clean state at detach, so the next attach traces
  * @recovery_ns, @recovered_objects: figures of the last attach
+ * @scratch:   the data path's cached buffers, per CPU (core/dispatch.c)
  */
 struct pmidx_pool {
 	struct pmidx_pmem		pm;
@@ -107,6 +109,7 @@ struct pmidx_pool {
 	bool				needs_trace;
 	u64				recovery_ns;
 	u64				recovered_objects;
+	struct pmidx_scratch_cpu __percpu *scratch;
 };
 
 /* pool->indexes[@slot] for a writer: under pool->lock, or unpublished */

@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define pmidx_pool		pmidx_core_pool
 #define pmidx_index		pmidx_core_index
@@ -31,6 +33,7 @@
 #define pmidx_ptr		pmidx_core_ptr
 #include "pool_file.h"
 #include "core/dispatch.h"
+#include <shim/pmem.h>
 #undef pmidx_pool
 #undef pmidx_index
 #undef pmidx_pool_open
@@ -117,5 +120,74 @@ const struct pmidx_backend pmidx_backend_file = {
 	.cmd	= file_cmd,
 	.close	= file_close,
 };
+
+/*
+ * For pmidx-bench, in this archive only (not libpmidx's API, not in
+ * libpmidx.so): the pool's flush and fence counters, its mapping
+ * prefaulted, and the pmem backend's mode (tools/include/shim/pmem.h).
+ */
+int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
+				 uint64_t *fences);
+int pmidx_embedded_prefault(struct pmidx_pool *pool);
+const char *pmidx_embedded_pmem_hw(void);
+int pmidx_embedded_force_pmem_hw(const char *name);
+
+int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
+				 uint64_t *fences)
+{
+	struct pmidx_pool_file *pf = pool->priv;
+	struct pmidx_pmem_stats sum;
+
+	if (pool->be != &pmidx_backend_file)
+		return -EOPNOTSUPP;
+	pmidx_pmem_sum_stats(&pf->pool->pm, &sum);
+	*flushes = sum.flushes;
+	*fences = sum.fences;
+	return 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+
+/*
+ * Every page of the mapping present and writable, so the first touches
+ * of a timed run take no page fault. The contents do not change: where
+ * MADV_POPULATE_WRITE is missing, each page gets an atomic add of zero.
+ */
+int pmidx_embedded_prefault(struct pmidx_pool *pool)
+{
+	struct pmidx_pool_file *pf = pool->priv;
+	long pg = sysconf(_SC_PAGESIZE);
+	u64 off;
+
+	if (pool->be != &pmidx_backend_file)
+		return -EOPNOTSUPP;
+	if (!madvise(pf->base, pf->size, MADV_POPULATE_WRITE))
+		return 0;
+	for (off = 0; off + sizeof(u64) <= pf->size; off += pg)
+		__atomic_fetch_add((u64 *)((char *)pf->base + off), 0,
+				   __ATOMIC_RELAXED);
+	return 0;
+}
+
+const char *pmidx_embedded_pmem_hw(void)
+{
+	return shim_pmem_hw_name(shim_pmem_get_hw());
+}
+
+/* "volatile", "none", "clwb", ...; NULL: back to the usual choice */
+int pmidx_embedded_force_pmem_hw(const char *name)
+{
+	enum shim_pmem_hw hw;
+
+	for (hw = SHIM_PMEM_HW_AUTO; hw <= SHIM_PMEM_HW_VOLATILE; hw++)
+		if (!name || !strcmp(name, shim_pmem_hw_name(hw)))
+			break;
+	if (hw > SHIM_PMEM_HW_VOLATILE)
+		return -EINVAL;
+	shim_pmem_force_hw(name ? hw : SHIM_PMEM_HW_AUTO);
+	return 0;
+}
 
 #endif /* PMIDX_EMBEDDED */

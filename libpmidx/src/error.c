@@ -16,7 +16,7 @@ static const struct {
 } pmidx_errors[] = {
 	{ ENOENT,	"No such key or index" },
 	{ EEXIST,	"Key already exists" },
-	{ ENOSPC,	"Buffer too small for the value or record" },
+	{ ENOSPC,	"No space left in the pool, or a buffer too small for the value or record" },
 	{ EOVERFLOW,	"Buffer too small for the value or record" },
 	{ E2BIG,	"Value too large (at most 65536 bytes)" },
 	{ EINVAL,	"Invalid argument (key length, flags or reserved field)" },

@@ -46,7 +46,12 @@ struct pmidx_index {
 	uint32_t id;
 	uint32_t engine;
 	char name[PMIDX_NAME_MAX + 1];
+	/* a closed scan iterator kept for the next one (scan.c); atomic */
+	struct pmidx_scan *scan_cache;
 };
+
+/* Free the iterator cached in @idx (pmidx_index_close()). */
+void pmidx_scan_cache_free(struct pmidx_index *idx);
 
 /* backends, probed in this order (backend.c) */
 extern const struct pmidx_backend pmidx_backend_dev;

@@ -2,7 +2,9 @@
 /*
  * Pool and index handles. A pool handle is a backend plus its state; an
  * index handle is the pool plus the id and engine LOOKUP returned. Both
- * are immutable after open, so threads share them without locking.
+ * are immutable after open, so threads share them without locking (an
+ * index handle's one cached scan iterator is taken and given back with
+ * atomic exchanges, scan.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -115,6 +117,9 @@ int pmidx_index_open(struct pmidx_pool *pool, const char *name,
 
 void pmidx_index_close(struct pmidx_index *idx)
 {
+	if (!idx)
+		return;
+	pmidx_scan_cache_free(idx);
 	free(idx);
 }
 

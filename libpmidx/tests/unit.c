@@ -173,6 +173,7 @@ static int test_strerror(void)
 	EXPECT(!strcmp(pmidx_strerror(-ENOENT), pmidx_strerror(ENOENT)));
 	EXPECT(strstr(pmidx_strerror(-EEXIST), "exists"));
 	EXPECT(strstr(pmidx_strerror(-ENOSPC), "too small"));
+	EXPECT(strstr(pmidx_strerror(-ENOSPC), "pool"));
 	EXPECT(strstr(pmidx_strerror(-E2BIG), "65536"));
 	EXPECT(strstr(pmidx_strerror(-EOPNOTSUPP), "engine"));
 	EXPECT(strstr(pmidx_strerror(-ENXIO), "index"));

@@ -6,7 +6,7 @@
  *
  *   recovery-time [--engine all|ccl|utree|b3|lodge|pfart] [--keys N[,N...]] [--dir DIR]
  *                 [--threads T] [--repeat R] [--pool-size BYTES]
- *                 [--json FILE] [--keep]
+ *                 [--rec-threads W] [--json FILE] [--keep]
  *
  * Per engine and key count: format DIR/rt-ENGINE-N.pool, create an index,
  * load N 8-byte keys with 8-byte values (T threads, default 2; upserts of
@@ -29,7 +29,9 @@
  * part of it that rebuilt the leaf arrays' DRAM metadata); the first repeat
  * also checks the structure and the key count (not timed). Recovery runs
  * on the shim's CPUs (PMIDX_SHIM_NR_CPUS, default 16) whatever the host
- * has. Set PMIDX_PMEM_HW=1 to issue real clwb/sfence on the page cache as
+ * has; --rec-threads W sets lodge's recovery workers
+ * (lodge_recovery_threads, default 0: the shim's CPUs), and lodge reports
+ * the workers it used and the records it replayed. Set PMIDX_PMEM_HW=1 to issue real clwb/sfence on the page cache as
  * the benchmarks do.
  *
  * Build: make -f tools/testing/user.mk build/user/pmidx-recovery-time
@@ -46,11 +48,12 @@
 #include "pool_file.h"
 #include "core/engine.h"
 #include "engines/ccl/ccl.h"
+#include "engines/lodge/lodge.h"
 #include "engines/pfart/pfart.h"
 
 struct cfg {
 	const char	*dir;
-	unsigned int	threads, repeat;
+	unsigned int	threads, repeat, rec_threads;
 	u64		pool_size;
 	bool		keep;
 	FILE		*json;
@@ -191,7 +194,7 @@ static void summary(const char *what, struct timing *t, unsigned int r,
 
 /* Attach @path, time it, optionally check it holds @keys keys, detach. */
 static int attach(const char *path, u64 keys, bool check, u64 *wall, u64 *rec,
-		  u64 *meta, u64 *replayed)
+		  u64 *meta, u64 *replayed, unsigned int *workers)
 {
 	struct pmidx_pool_file *pf;
 	struct pmidx_index *idx;
@@ -209,6 +212,10 @@ static int attach(const char *path, u64 keys, bool check, u64 *wall, u64 *rec,
 	idx = pmidx_index_lookup(pf->pool, "rt");
 	if (idx && idx->ops->id == PMIDX_ENGINE_CCL)
 		*replayed = ((struct ccl_tree *)idx->priv)->replayed;
+	if (idx && idx->ops->id == PMIDX_ENGINE_LODGE) {
+		*replayed = ((struct lodge *)idx->priv)->replayed;
+		*workers = ((struct lodge *)idx->priv)->recovery_threads;
+	}
 	*meta = 0;
 	if (idx && idx->ops->id == PMIDX_ENGINE_PFART)
 		*meta = ((struct pfart *)idx->priv)->meta_ns;
@@ -237,7 +244,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 	struct timing tc, tr;
 	double crash_ms[6], restart_ms[6], load_s, close_ms, copy_ms;
 	u64 t0, per, size = c->pool_size, replayed = 0, dummy = 0;
-	unsigned int i;
+	unsigned int i, cw = 0, rw = 0;
 	int ret;
 
 	if (!size) {			/* utree: ~150 B a key; sparse anyway */
@@ -297,7 +304,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 		ret = copy_file(crash, try);
 		if (!ret)
 			ret = attach(try, keys, i == 0, &tc.wall[i], &tc.rec[i],
-				     &tc.meta[i], &replayed);
+				     &tc.meta[i], &replayed, &cw);
 		unlink(try);
 		if (ret) {
 			why = "crash image recovery";
@@ -306,7 +313,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 	}
 	for (i = 0; i < c->repeat; i++) {
 		ret = attach(path, keys, i == 0, &tr.wall[i], &tr.rec[i],
-			     &tr.meta[i], &dummy);
+			     &tr.meta[i], &dummy, &rw);
 		if (ret) {
 			why = "restart";
 			goto fail;
@@ -315,13 +322,16 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 	if (engine == PMIDX_ENGINE_CCL)
 		printf("  crash image: %llu log entries replayed\n",
 		       (unsigned long long)replayed);
+	if (engine == PMIDX_ENGINE_LODGE)
+		printf("  crash image: %llu log records replayed, %u recovery threads; restart: %u\n",
+		       (unsigned long long)replayed, cw, rw);
 	summary("crash image (eADR cut)", &tc, c->repeat, crash_ms);
 	summary("restart after clean close", &tr, c->repeat, restart_ms);
 	fflush(stdout);
 	if (c->json)
 		fprintf(c->json, "{\"engine\":\"%s\",\"keys\":%llu,\"threads\":%u,"
 			"\"shim_cpus\":%u,\"repeat\":%u,\"load_s\":%.3f,\"close_ms\":%.3f,"
-			"\"replayed\":%llu,"
+			"\"replayed\":%llu,\"rec_threads\":{\"crash\":%u,\"restart\":%u},"
 			"\"crash_attach_ms\":{\"min\":%.3f,\"median\":%.3f},"
 			"\"crash_recovery_ms\":{\"min\":%.3f,\"median\":%.3f},"
 			"\"restart_attach_ms\":{\"min\":%.3f,\"median\":%.3f},"
@@ -330,7 +340,7 @@ static int run(const struct cfg *c, u32 engine, u64 keys)
 			"\"restart_meta_ms\":{\"min\":%.3f,\"median\":%.3f}}\n",
 			name, (unsigned long long)keys, c->threads, nr_cpu_ids,
 			c->repeat, load_s, close_ms,
-			(unsigned long long)replayed, crash_ms[0], crash_ms[1],
+			(unsigned long long)replayed, cw, rw, crash_ms[0], crash_ms[1],
 			crash_ms[2], crash_ms[3], restart_ms[0], restart_ms[1],
 			restart_ms[2], restart_ms[3], crash_ms[4], crash_ms[5],
 			restart_ms[4], restart_ms[5]);
@@ -349,7 +359,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: recovery-time [--engine all|ccl|utree|b3|lodge|pfart] [--keys N[,N...]] "
 		"[--dir DIR] [--threads T]\n"
-		"                     [--repeat R] [--pool-size BYTES] [--json FILE] [--keep]\n");
+		"                     [--repeat R] [--pool-size BYTES] [--rec-threads W] [--json FILE] [--keep]\n");
 	exit(2);
 }
 
@@ -360,6 +370,7 @@ int main(int argc, char **argv)
 		{ "dir", 1, NULL, 'd' }, { "threads", 1, NULL, 't' },
 		{ "repeat", 1, NULL, 'r' }, { "pool-size", 1, NULL, 'P' },
 		{ "json", 1, NULL, 'j' }, { "keep", 0, NULL, 'K' },
+		{ "rec-threads", 1, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cfg c = { .dir = "/tmp", .threads = 2, .repeat = 3 };
@@ -382,6 +393,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'K': c.keep = true; break;
+		case 'W': c.rec_threads = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -390,8 +402,10 @@ int main(int argc, char **argv)
 			      strcmp(engine, "utree") && strcmp(engine, "b3") &&
 			      strcmp(engine, "lodge") && strcmp(engine, "pfart")))
 		usage();
-	printf("# recovery-time: shim CPUs %u, PMIDX_PMEM_HW=%s, %u repeats, min (median)\n",
-	       nr_cpu_ids, getenv("PMIDX_PMEM_HW") ?: "(unset)", c.repeat);
+	lodge_recovery_threads = c.rec_threads;
+	printf("# recovery-time: shim CPUs %u, PMIDX_PMEM_HW=%s, %u repeats, lodge recovery threads %u (0: the CPUs), min (median)\n",
+	       nr_cpu_ids, getenv("PMIDX_PMEM_HW") ?: "(unset)", c.repeat,
+	       c.rec_threads);
 	for (s = keylist; *s; ) {
 		char *end;
 		u64 keys = strtoull(s, &end, 0);

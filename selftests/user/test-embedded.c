@@ -32,8 +32,10 @@
 #undef pmidx_ptr
 
 #include "internal.h"
+#include <shim/shim.h>
 
 #define NKEYS	1000
+#define BIG	4096		/* a value above the dispatcher's stack buffer */
 
 static int passed, failed;
 
@@ -171,6 +173,117 @@ static void scan_range(struct pmidx_index *idx)
 	      pmidx_index_name(idx), n, first);
 }
 
+/*
+ * Values larger than the scan buffer's first guess: the iterator grows
+ * it, and a second scan reuses the handle's cached iterator.
+ */
+static void scan_big(struct pmidx_index *idx)
+{
+	static char big[BIG];
+	uint8_t key[PMIDX_U64_KEY_LEN];
+	struct pmidx_scan *scan;
+	struct pmidx_kv kv;
+	int ret, round, n, bad;
+	uint64_t i, k;
+
+	for (i = 0; i < 40; i++) {
+		pmidx_key_from_u64(NKEYS + i, key);
+		memset(big, 'A' + (int)i % 26, sizeof(big));
+		ret = pmidx_put(idx, key, sizeof(key), big, sizeof(big), 0);
+		CHECK(!ret, "%s: big put: %d", pmidx_index_name(idx), ret);
+	}
+	for (round = 0; round < 2; round++) {
+		pmidx_key_from_u64(NKEYS, key);
+		ret = pmidx_scan_open(idx, key, sizeof(key), NULL, 0,
+				      round ? 40 : 30, 0, &scan);
+		CHECK(!ret, "big scan_open: %d", ret);
+		if (ret)
+			return;
+		n = 0;
+		bad = 0;
+		while ((ret = pmidx_scan_next(scan, &kv)) == 1) {
+			pmidx_key_to_u64(kv.key, kv.key_len, &k);
+			if (k != NKEYS + (uint64_t)n || kv.val_len != BIG ||
+			    ((const char *)kv.val)[BIG - 1] != 'A' + n % 26)
+				bad++;
+			n++;
+		}
+		pmidx_scan_close(scan);
+		CHECK(!ret && !bad && n == (round ? 40 : 30),
+		      "%s: big scan %d: ret %d, %d records, %d bad",
+		      pmidx_index_name(idx), round, ret, n, bad);
+	}
+	for (i = 0; i < 40; i++) {
+		pmidx_key_from_u64(NKEYS + i, key);
+		pmidx_del(idx, key, sizeof(key));
+	}
+}
+
+/*
+ * Issue 15: once warm, the dispatcher's per-operation path allocates
+ * nothing (stack buffers, the pool's per-CPU scratch): with the next
+ * allocation armed to fail, gets of small and large values, a get into
+ * a too-small buffer and a BATCH of gets all succeed and the failure
+ * never fires (deletes use no buffer; lodge's allocates on its own). The first round warms. A scan
+ * runs between the rounds, unarmed: the engines' scans still allocate
+ * their own state (utree's iterator, ccl's staging; issue 15 item 3),
+ * only the dispatcher's bounce buffer and libpmidx's are cached.
+ */
+static void no_alloc(struct pmidx_pool *pool, struct pmidx_index *idx)
+{
+	static char big[BIG], out[BIG];
+	uint8_t key[PMIDX_U64_KEY_LEN], keys[16][PMIDX_U64_KEY_LEN];
+	char small[4], vals[16][64];
+	struct pmidx_req q[16];
+	struct pmidx_scan *scan;
+	struct pmidx_kv kv;
+	int ret, round, bad = 0, n;
+	bool fired;
+	size_t len;
+	unsigned int j;
+
+	pmidx_key_from_u64(NKEYS + 100, key);
+	memset(big, 'b', sizeof(big));
+	ret = pmidx_put(idx, key, sizeof(key), big, sizeof(big), 0);
+	CHECK(!ret, "%s: no_alloc put: %d", pmidx_index_name(idx), ret);
+	for (round = 0; round < 2; round++) {
+		if (round)
+			shim_fail_alloc_nth(1);
+		pmidx_key_from_u64(1, key);
+		len = sizeof(vals[0]);
+		bad += pmidx_get(idx, key, sizeof(key), vals[0], &len) != 0;
+		len = sizeof(small);
+		bad += pmidx_get(idx, key, sizeof(key), small, &len) != -ENOSPC;
+		pmidx_key_from_u64(NKEYS + 100, key);
+		len = sizeof(out);
+		bad += pmidx_get(idx, key, sizeof(key), out, &len) != 0 ||
+		       len != BIG;
+		for (j = 0; j < 16; j++) {
+			pmidx_key_from_u64(j, keys[j]);
+			q[j] = (struct pmidx_req){ .idx = idx, .type = PMIDX_REQ_GET,
+				.key = keys[j], .key_len = sizeof(keys[j]),
+				.val = j == 3 ? (void *)out : vals[j],
+				.val_len = j == 3 ? sizeof(out) : sizeof(vals[j]) };
+		}
+		bad += pmidx_batch(pool, q, 16) != 8;	/* the even keys are gone */
+		if (round)
+			break;
+		ret = pmidx_scan_open(idx, NULL, 0, NULL, 0, 100, 0, &scan);
+		bad += ret != 0;
+		for (n = 0; !ret && pmidx_scan_next(scan, &kv) == 1; n++)
+			;
+		if (!ret)
+			pmidx_scan_close(scan);
+		bad += n != 100;
+	}
+	fired = shim_fail_alloc_fired();
+	shim_fail_alloc_nth(0);
+	CHECK(!bad && !fired, "%s: per-op path allocated: %d bad, fired %d",
+	      pmidx_index_name(idx), bad, fired);
+	pmidx_key_from_u64(NKEYS + 100, key);
+	pmidx_del(idx, key, sizeof(key));
+}
+
 static void exercise(struct pmidx_pool *pool, struct pmidx_index *idx)
 {
 	uint8_t key[PMIDX_U64_KEY_LEN];
@@ -233,6 +346,8 @@ static void exercise(struct pmidx_pool *pool, struct pmidx_index *idx)
 	CHECK(ret == -EFAULT, "%s: NULL value buffer: %d", pmidx_index_name(idx), ret);
 
 	scan_range(idx);
+	scan_big(idx);
+	no_alloc(pool, idx);
 	verify(idx, "live");
 }
 

@@ -27,7 +27,7 @@ all_done() {
 }
 
 echo "TAP version 13"
-echo "1..$((3 + 2 * $(echo $ENGINES | wc -w)))"
+echo "1..$((4 + 2 * $(echo $ENGINES | wc -w)))"
 
 LMDB=path=lmdb:/tmp/lmdb/db
 tools/pmidx-vm --quiet --pmem "$OUT/pmem.img:256M" --pmem "$OUT/dax.img:64M" \
@@ -54,6 +54,10 @@ tools/pmidx-vm --quiet --pmem "$OUT/pmem.img:256M" --pmem "$OUT/dax.img:64M" \
 			path=uring,workload=delete path=kernel,workload=update \
 			path=kernel,workload=delete || exit 1
 	done
+	# phases in sequence on one index, over ioctl and over uring BATCHes
+	$B --keys $KEYS --engine \${first:-ccl} --phases load,update,get,scan,delete \
+		--json $OUT/phases.json --compare path=ioctl path=uring,qd=16,batch=8 \
+		>$OUT/phases.out 2>&1 || echo phases failed >>$OUT/phases.out
 	# the lmdb test fails by itself, from its own output; a quarter of the keys
 	# (a synced commit per op is slow under TCG), single ops in C only
 	tools/bench/dax-mount /dev/pmem1 /tmp/lmdb >$OUT/lmdb.out 2>&1 &&
@@ -76,6 +80,10 @@ for e in $ENGINES; do
 	all_done "$OUT/mix-$e.json" 8
 	ok $? "$e: A, B, E, insert, delete, update on 8 configurations"
 done
+
+all_done "$OUT/phases.json" 2 && json "$OUT/phases.json" "all([x['workload'] \
+	for x in r['results']] == ['load', 'update', 'C', 'scan', 'delete'] for r in j['runs'])"
+ok $? "--phases load,update,get,scan,delete on one index, ioctl and uring BATCHes"
 
 all_done "$OUT/lmdb.json" 5 && grep -q dax=always "$OUT/lmdb.out" &&
 	! grep -q "is not DAX" "$OUT/lmdb.out"

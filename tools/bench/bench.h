@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * pmidx-bench internals: one configuration (struct bench_cfg) runs one
- * or two phases (load, then the workload) through one path; each phase
+ * or two phases (load, then the workload), or the --phases list, through
+ * one path; each phase
  * runs its threads (run.c), each thread draws operations from its
  * workload generator (workload.c) and issues them through the path
  * (path_sync.c, path_uring.c, path_kernel.c, or path_lmdb.c: LMDB as the
@@ -22,6 +23,7 @@
 #define BENCH_INDEX	"bench"
 #define BENCH_SCAN_MAX	100		/* records per scan (E: 1..100) */
 #define BENCH_VAL_MAX	65536
+#define BENCH_MAX_PHASES 8		/* --phases */
 
 enum bench_path {
 	PATH_IOCTL,	/* libpmidx sync API on /dev/pmidxN */
@@ -76,6 +78,11 @@ struct bench_cfg {
 	unsigned int		threads, qd, batch;
 	unsigned int		key_size, value_size;
 	bool			create, load;	/* set the index up; load it */
+	/* --phases: these in order instead of load + wl (nphases > 0) */
+	enum bench_wl		phases[BENCH_MAX_PHASES];
+	unsigned int		nphases;
+	bool			prefault;	/* inproc: the pool's pages */
+	bool			twin;		/* volatile twin: no restart times */
 };
 
 /* One phase's outcome. */
@@ -85,6 +92,8 @@ struct bench_result {
 	double		secs, ops_per_s, mean_ns;
 	bool		has_pct;	/* percentiles known (not kernel) */
 	uint64_t	p50, p99, p999, max;
+	bool		has_pm;		/* inproc: the pool's pmem counters */
+	double		flushes_per_op, fences_per_op;
 };
 
 /* ---- latency histogram (stats.c) ------------------------------------------ */
@@ -221,10 +230,24 @@ static inline void bench_done(struct bench_thread *t, uint64_t ns,
 
 struct bench_report {
 	struct bench_cfg	cfg;
-	struct bench_result	res[2];
+	struct bench_result	res[BENCH_MAX_PHASES];
 	unsigned int		nres;
 	double			restart_ms, recovery_ms;	/* inproc */
+	const char		*pmem_hw;	/* inproc: the pmem backend's mode */
+	/* --volatile-baseline: the same phases with PMIDX_PMEM_HW=volatile */
+	struct bench_result	vres[BENCH_MAX_PHASES];
+	unsigned int		nvres;
 };
+
+/*
+ * The embedded libpmidx's hooks for the inproc path (libpmidx/src/
+ * backend_file.c): 0 or -EOPNOTSUPP for a pool that is not a pool file.
+ */
+int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
+				 uint64_t *fences);
+int pmidx_embedded_prefault(struct pmidx_pool *pool);
+const char *pmidx_embedded_pmem_hw(void);
+int pmidx_embedded_force_pmem_hw(const char *name);
 
 const char *bench_path_name(enum bench_path p);
 void bench_print_table(const struct bench_report *r, unsigned int n);

@@ -125,9 +125,13 @@ static int lmdb_fail(struct bench_thread *t, const char *what, int rc)
 static uint64_t lmdb_map_size(const struct bench_cfg *c)
 {
 	uint64_t n = c->keys, rec = 8 + c->key_size + c->value_size;
+	unsigned int i;
 
 	if (c->wl == WL_INSERT || c->wl == WL_E)
 		n += c->ops;
+	for (i = 0; i < c->nphases; i++)
+		if (c->phases[i] == WL_INSERT || c->phases[i] == WL_E)
+			n += c->ops;
 	if (rec > LMDB_NODE_MAX)
 		rec = 8 + c->key_size + 8 +
 		      (16 + c->value_size + LMDB_PAGE - 1) / LMDB_PAGE * LMDB_PAGE;

@@ -17,14 +17,23 @@
 
 #define SCAN_OUT_CAP	(1U << 20)	/* the kernel's bounce buffer cap */
 
+static bool scans(enum bench_wl wl)
+{
+	return wl == WL_E || wl == WL_SCAN;
+}
+
 size_t bench_out_len(const struct bench_cfg *c)
 {
 	size_t rec = (8 + c->key_size + c->value_size + 7) & ~7UL;
 	size_t scan = rec * BENCH_SCAN_MAX;
+	bool any = scans(c->wl);
+	unsigned int i;
 
+	for (i = 0; i < c->nphases; i++)
+		any |= scans(c->phases[i]);
 	if (scan > SCAN_OUT_CAP)
 		scan = SCAN_OUT_CAP > rec ? SCAN_OUT_CAP : rec;
-	if (c->wl != WL_E && c->wl != WL_SCAN)
+	if (!any)
 		scan = 0;
 	return scan > c->value_size ? scan : c->value_size ? c->value_size : 1;
 }

@@ -82,26 +82,46 @@ static void usage(FILE *f)
 "  --no-create       use the existing index (pool file, lmdb DIR) as it\n"
 "                    is; otherwise the index is dropped and created again\n"
 "  --no-load         skip the load phase\n"
+"  --phases LIST     run these phases in order on one index instead of\n"
+"                    load + --workload: LIST is comma-separated workload\n"
+"                    names (get = C), e.g. load,update,get,scan,delete;\n"
+"                    each is reported (at most %d)\n"
+"  --prefault        inproc: make every page of the pool file's mapping\n"
+"                    present and writable before the first phase, so no\n"
+"                    timed operation takes a page fault (commits the\n"
+"                    whole pool's memory on tmpfs)\n"
+"  --volatile-baseline\n"
+"                    inproc: run each configuration a second time with\n"
+"                    the pmem backend in volatile mode (no write-back, no\n"
+"                    fence: PMIDX_PMEM_HW=volatile) on a fresh pool, and\n"
+"                    print persistent/volatile ops/s per phase\n"
 "  --seed S          seed of the key generators\n"
 "  --json FILE       write the results as JSON\n"
 "  --compare SPEC... run one configuration per SPEC, each the options\n"
 "                    above changed by SPEC = KEY=VALUE[,KEY=VALUE]... with\n"
 "                    KEY one of path, engine, workload, keys, ops, threads,\n"
-"                    dist, theta, key-size, value-size, qd, batch; ratios\n"
+"                    dist, theta, key-size, value-size, qd, batch, phases\n"
+"                    (its LIST separated by +: phases=load+get); ratios\n"
 "                    of ops/s are against the first SPEC, phase by phase\n"
 "                    (at most %d SPECs, anywhere on the command line)\n"
 "\n"
 "Latency: per operation around the call (sync paths) or from queueing to\n"
 "completion (uring; the ops of one BATCH share its latency). A progress\n"
-"line is drawn on stderr when it is a terminal.\n"
+"line is drawn on stderr when it is a terminal. The inproc path also\n"
+"prints the cache lines written back (clwb) and the fences (sfence) per\n"
+"operation of each phase, from the pool's counters (counted in every\n"
+"pmem mode, background work such as ccl's GC included).\n"
 "\n"
 "Example:\n"
 "  pmidx-bench --workload C --keys 200000 --compare path=ioctl \\\n"
 "      path=uring,qd=1 path=uring,qd=16 path=uring,qd=64,batch=16\n"
 "  pmidx-bench --workload A --keys 20000 --compare path=ioctl \\\n"
 "      path=uring,qd=64,batch=16 path=lmdb:/mnt/dax/lmdb \\\n"
-"      path=lmdb:/mnt/dax/lmdb,batch=16\n",
-		MAX_CONFIGS);
+"      path=lmdb:/mnt/dax/lmdb,batch=16\n"
+"  PMIDX_PMEM_HW=clwb pmidx-bench --path inproc:/dev/shm/p --keys 1000000 \\\n"
+"      --prefault --phases load,update,get,scan,delete --ops 100000 \\\n"
+"      --volatile-baseline\n",
+		BENCH_MAX_PHASES, MAX_CONFIGS);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -165,6 +185,24 @@ static int parse_dist(struct bench_cfg *c, const char *s)
 	return 0;
 }
 
+/* "load,update,get": workload names separated by @sep */
+static int parse_phases(struct bench_cfg *c, const char *s, const char *sep)
+{
+	char buf[256], *save, *w;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	c->nphases = 0;
+	for (w = strtok_r(buf, sep, &save); w; w = strtok_r(NULL, sep, &save)) {
+		if (c->nphases == BENCH_MAX_PHASES ||
+		    wl_parse(w, &c->phases[c->nphases]))
+			return -EINVAL;
+		c->nphases++;
+	}
+	return c->nphases ? 0 : -EINVAL;
+}
+
 static int parse_theta(struct bench_cfg *c, const char *s)
 {
 	char *end;
@@ -204,6 +242,8 @@ static int set_opt(struct bench_cfg *c, const char *name, const char *v)
 		return (c->index = v) && *v ? 0 : -EINVAL;
 	if (!strcmp(name, "seed"))
 		return parse_u64(v, 0, UINT64_MAX, &c->seed);
+	if (!strcmp(name, "phases"))
+		return parse_phases(c, v, ",+");
 	return -ENOENT;
 }
 
@@ -232,6 +272,7 @@ struct options {
 	struct bench_cfg	base;
 	const char		*json;
 	bool			compare;
+	bool			volatile_baseline;
 	char			**specs;
 	int			nspecs;
 };
@@ -246,6 +287,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "key-size", 1, NULL, 0 }, { "value-size", 1, NULL, 0 },
 		{ "qd", 1, NULL, 0 }, { "batch", 1, NULL, 0 },
 		{ "index", 1, NULL, 0 }, { "seed", 1, NULL, 0 },
+		{ "phases", 1, NULL, 0 }, { "prefault", 0, NULL, 'P' },
+		{ "volatile-baseline", 0, NULL, 'V' },
 		{ "json", 1, NULL, 'j' }, { "no-create", 0, NULL, 'C' },
 		{ "no-load", 0, NULL, 'L' }, { "compare", 0, NULL, 'c' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
@@ -265,6 +308,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'C': o->base.create = false; break;
 		case 'L': o->base.load = false; break;
 		case 'c': o->compare = true; break;
+		case 'P': o->base.prefault = true; break;
+		case 'V': o->volatile_baseline = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
@@ -405,15 +450,41 @@ static void inproc_times(struct bench_report *rep, const char *crash)
 		unlink(crash);
 }
 
+/* One phase; on a pool file, its flushes and fences per op too. */
+static int run_phase(struct bench_run *run, struct bench_report *rep,
+		     enum bench_wl wl)
+{
+	struct bench_result *res = &rep->res[rep->nres++];
+	uint64_t f0, s0, f1, s1;
+	bool pm;
+	int ret;
+
+	pm = run->cfg->path == PATH_INPROC && run->pool &&
+	     !pmidx_embedded_pmem_counters(run->pool, &f0, &s0);
+	ret = bench_phase(run, wl, res);
+	if (!ret && pm && res->ops &&
+	    !pmidx_embedded_pmem_counters(run->pool, &f1, &s1)) {
+		res->has_pm = true;
+		res->flushes_per_op = (double)(f1 - f0) / res->ops;
+		res->fences_per_op = (double)(s1 - s0) / res->ops;
+	}
+	return ret;
+}
+
 static int run_phases(struct bench_run *run, struct bench_report *rep)
 {
 	const struct bench_cfg *c = run->cfg;
+	unsigned int i;
 	int ret = 0;
 
+	for (i = 0; !ret && i < c->nphases; i++)
+		ret = run_phase(run, rep, c->phases[i]);
+	if (c->nphases)
+		return ret;
 	if (c->load || c->wl == WL_LOAD)
-		ret = bench_phase(run, WL_LOAD, &rep->res[rep->nres++]);
+		ret = run_phase(run, rep, WL_LOAD);
 	if (!ret && c->wl != WL_LOAD)
-		ret = bench_phase(run, c->wl, &rep->res[rep->nres++]);
+		ret = run_phase(run, rep, c->wl);
 	return ret;
 }
 
@@ -441,11 +512,20 @@ static int run_config(struct bench_report *rep)
 				pmidx_strerror(ret));
 		return ret;
 	}
-	ret = run_phases(&run, rep);
-	if (!ret && c->path == PATH_INPROC)
+	if (c->path == PATH_INPROC)
+		rep->pmem_hw = pmidx_embedded_pmem_hw();
+	if (c->prefault) {
+		ret = pmidx_embedded_prefault(run.pool);
+		if (ret)
+			fprintf(stderr, "pmidx-bench: --prefault: %s\n",
+				pmidx_strerror(ret));
+	}
+	if (!ret)
+		ret = run_phases(&run, rep);
+	if (!ret && c->path == PATH_INPROC && !c->twin)
 		inproc_copy(c, crash, sizeof(crash));
 	run.ops->close(&run);
-	if (!ret && c->path == PATH_INPROC)
+	if (!ret && c->path == PATH_INPROC && !c->twin)
 		inproc_times(rep, crash);
 	return ret;
 }
@@ -456,8 +536,24 @@ static bool kernel_can(enum bench_wl wl)
 	       wl == WL_C || wl == WL_DELETE;
 }
 
-static int check_cfg(const struct bench_cfg *c)
+static int check_cfg(const struct bench_cfg *c, bool volatile_baseline)
 {
+	unsigned int i;
+
+	if ((c->prefault || volatile_baseline) && c->path != PATH_INPROC) {
+		fprintf(stderr, "pmidx-bench: --prefault and --volatile-baseline need the inproc path\n");
+		return -EINVAL;
+	}
+	if (volatile_baseline && !c->create) {
+		fprintf(stderr, "pmidx-bench: --volatile-baseline runs on a fresh pool: not with --no-create\n");
+		return -EINVAL;
+	}
+	for (i = 0; c->path == PATH_KERNEL && i < c->nphases; i++) {
+		if (!kernel_can(c->phases[i])) {
+			fprintf(stderr, "pmidx-bench: the kernel path runs load, insert, update, C and delete only\n");
+			return -EINVAL;
+		}
+	}
 	if (c->batch > 1 && c->path != PATH_URING && c->path != PATH_IOCTL &&
 	    c->path != PATH_LMDB) {
 		fprintf(stderr, "pmidx-bench: --batch needs the uring, ioctl or lmdb path\n");
@@ -467,6 +563,29 @@ static int check_cfg(const struct bench_cfg *c)
 		fprintf(stderr, "pmidx-bench: the kernel path runs load, insert, update, C and delete only\n");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * --volatile-baseline: @rep's configuration again, on a fresh pool, with
+ * the pmem backend forced to volatile; its results go to @rep->vres.
+ */
+static int run_twin(struct bench_report *rep)
+{
+	static struct bench_report twin;
+	int ret;
+
+	memset(&twin, 0, sizeof(twin));
+	twin.cfg = rep->cfg;
+	twin.cfg.twin = true;
+	ret = pmidx_embedded_force_pmem_hw("volatile");
+	if (!ret)
+		ret = run_config(&twin);
+	pmidx_embedded_force_pmem_hw(NULL);
+	if (ret)
+		return ret;
+	memcpy(rep->vres, twin.res, sizeof(twin.res));
+	rep->nvres = twin.nres;
 	return 0;
 }
 
@@ -495,13 +614,15 @@ int main(int argc, char **argv)
 			rep[i].cfg.ops = rep[i].cfg.keys;
 		if (rep[i].cfg.path == PATH_LMDB)
 			rep[i].cfg.engine = "lmdb";
-		if (check_cfg(&rep[i].cfg))
+		if (check_cfg(&rep[i].cfg, o.volatile_baseline))
 			return 2;
 	}
 	for (i = 0; i < n; i++) {
 		if (o.nspecs && isatty(STDERR_FILENO))
 			fprintf(stderr, "[%d/%d] %s\n", i + 1, n, rep[i].cfg.label);
 		ret = run_config(&rep[i]);
+		if (!ret && o.volatile_baseline)
+			ret = run_twin(&rep[i]);
 		if (ret)
 			return 1;
 	}

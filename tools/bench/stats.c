@@ -167,6 +167,44 @@ static int label_width(const struct bench_report *r, unsigned int n)
 	return w;
 }
 
+/* persistent ops/s over the volatile twin's, same phase; 0 if unknown */
+static double volatile_ratio(const struct bench_report *r, unsigned int i)
+{
+	if (i >= r->nvres || r->vres[i].ops_per_s <= 0)
+		return 0;
+	return r->res[i].ops_per_s / r->vres[i].ops_per_s;
+}
+
+/* inproc: pmem counters per op, and the volatile twin's ratios */
+static void print_pm(int w, const struct bench_report *r)
+{
+	unsigned int i;
+	bool any = false;
+
+	for (i = 0; i < r->nres; i++)
+		any |= r->res[i].has_pm;
+	if (any) {
+		printf("%-*s pmem %s, per op:", w, "", r->pmem_hw ? r->pmem_hw : "?");
+		for (i = 0; i < r->nres; i++)
+			if (r->res[i].has_pm)
+				printf("%s %s %.3f clwb %.3f sfence", i ? " |" : "",
+				       r->res[i].phase, r->res[i].flushes_per_op,
+				       r->res[i].fences_per_op);
+		printf("\n");
+	}
+	if (!r->nvres)
+		return;
+	printf("%-*s persistent/volatile ops/s:", w, "");
+	for (i = 0; i < r->nres; i++) {
+		if (volatile_ratio(r, i) > 0)
+			printf("%s %s %.3f (%.0f)", i ? " |" : "", r->res[i].phase,
+			       volatile_ratio(r, i), r->vres[i].ops_per_s);
+		else
+			printf("%s %s -", i ? " |" : "", r->res[i].phase);
+	}
+	printf("\n");
+}
+
 void bench_print_table(const struct bench_report *r, unsigned int n)
 {
 	const struct bench_cfg *c = &r[0].cfg;
@@ -190,12 +228,19 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 		for (j = 0; j < r[i].nres; j++)
 			print_row(w, label, &r[i].res[j],
 				  ratio_of(r, n, &r[i].res[j]), compare);
+		print_pm(w, &r[i]);
 		if (r[i].cfg.path == PATH_INPROC && r[i].restart_ms >= 0)
 			printf("%-*s restart after clean close %.1f ms, recovery of a crash image %.1f ms\n",
 			       w, "", r[i].restart_ms, r[i].recovery_ms);
 	}
 	if (compare)
 		printf("ratio: ops/s against the first configuration's same phase\n");
+	for (i = 0; i < n; i++)
+		if (r[i].nvres) {
+			printf("persistent/volatile: ops/s over the same run's with the pmem backend volatile "
+			       "(no write-back, no fence; its ops/s in parentheses)\n");
+			break;
+		}
 	if (kernel)
 		printf("kernel: ops run by the in-kernel API (sample client), sequential keys; "
 		       "latency is the mean in-kernel time per op, no percentiles\n");
@@ -211,7 +256,8 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static void json_result(FILE *f, const struct bench_result *res, double ratio)
+static void json_result(FILE *f, const struct bench_result *res, double ratio,
+			double vratio)
 {
 	fprintf(f, "{\"workload\":\"%s\",\"ops\":%" PRIu64 ",\"errors\":%" PRIu64
 		",\"secs\":%.6f,\"ops_per_s\":%.1f,\"mops\":%.6f,\"mean_ns\":%.1f",
@@ -223,6 +269,11 @@ static void json_result(FILE *f, const struct bench_result *res, double ratio)
 			res->p50, res->p99, res->p999, res->max);
 	if (ratio > 0)
 		fprintf(f, ",\"ratio\":%.4f", ratio);
+	if (res->has_pm)
+		fprintf(f, ",\"flushes_per_op\":%.4f,\"fences_per_op\":%.4f",
+			res->flushes_per_op, res->fences_per_op);
+	if (vratio > 0)
+		fprintf(f, ",\"volatile_ratio\":%.4f", vratio);
 	fputc('}', f);
 }
 
@@ -238,18 +289,33 @@ static void json_run(FILE *f, const struct bench_report *all, unsigned int n,
 		"\"engine\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\","
 		"\"theta\":%.3f,\"threads\":%u,\"qd\":%u,\"batch\":%u,"
 		"\"keys\":%" PRIu64 ",\"key_size\":%u,\"value_size\":%u,"
-		"\"restart_ms\":%.3f,\"recovery_ms\":%.3f,\"results\":[",
+		"\"restart_ms\":%.3f,\"recovery_ms\":%.3f,",
 		label, bench_path_name(c->path), c->target, c->engine,
 		wl_name(c->wl), c->dist == DIST_ZIPF ? "zipfian" : "uniform",
 		c->dist == DIST_ZIPF ? c->theta : 0, c->threads, c->qd,
 		c->batch, c->keys, c->key_size, c->value_size, r->restart_ms,
 		r->recovery_ms);
+	if (r->pmem_hw)
+		fprintf(f, "\"pmem_hw\":\"%s\",\"prefault\":%s,", r->pmem_hw,
+			c->prefault ? "true" : "false");
+	fprintf(f, "\"results\":[");
 	for (i = 0; i < r->nres; i++) {
 		if (i)
 			fputc(',', f);
-		json_result(f, &r->res[i], ratio_of(all, n, &r->res[i]));
+		json_result(f, &r->res[i], ratio_of(all, n, &r->res[i]),
+			    volatile_ratio(r, i));
 	}
-	fprintf(f, "]}");
+	fputc(']', f);
+	if (r->nvres) {
+		fprintf(f, ",\"volatile_results\":[");
+		for (i = 0; i < r->nvres; i++) {
+			if (i)
+				fputc(',', f);
+			json_result(f, &r->vres[i], 0, 0);
+		}
+		fputc(']', f);
+	}
+	fputc('}', f);
 }
 
 int bench_write_json(const char *file, const struct bench_report *r,

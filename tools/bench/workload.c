@@ -45,6 +45,10 @@ int wl_parse(const char *s, enum bench_wl *wl)
 		*wl = s[0] == 'i' ? WL_INSERT : WL_UPDATE;
 		return 0;
 	}
+	if (!strcmp(s, "get") || !strcmp(s, "read")) {
+		*wl = WL_C;	/* reads only */
+		return 0;
+	}
 	return -EINVAL;
 }
 

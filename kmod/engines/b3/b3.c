@@ -237,6 +237,7 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	struct b3_lnode *n, *nn;
 	struct b3_lpos pos;
 	__le64 kw = 0;
+	s64 bytes;
 	int ret;
 
 	ret = b3_leaf_find(t, p, k, &pos);
@@ -252,12 +253,17 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 			/* in place: one 8-byte store, after the blob's bytes */
 			if (meta & B3_M_VBLOB) {
 				/* txn: the new blob in, the old one out */
+				bytes = this_cpu_read(t->pcpu->blob_bytes);
 				if (b3_txn_begin(t, &txn))
 					return -EBUSY;
 				pc->old_blob = le64_to_cpu(n->val);
 				b3_txn_blob_in(t, &txn, pc->vblob);
 				b3_txn_blob_out(t, &txn, pc->old_blob);
 				x = &txn;
+				if (b3_txn_check(t, &x, 1, bytes)) {
+					pc->old_blob = 0;
+					return -EUCLEAN;
+				}
 			}
 			/* release: pairs with the reader's load of the word */
 			b3_commit_txn(t, x, &n->val, le64_to_cpu(pc->vword));
@@ -267,13 +273,17 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if (u >= B3_CAP)
 			return 1;
 		if (vblob || (meta & B3_M_VBLOB)) {
+			bytes = this_cpu_read(t->pcpu->blob_bytes);
 			if (b3_txn_begin(t, &txn))
 				return -EBUSY;
 			if (vblob)
 				b3_txn_blob_in(t, &txn, pc->vblob);
-			if (meta & B3_M_VBLOB)
-				b3_txn_blob_out(t, &txn, le64_to_cpu(n->val));
 			x = &txn;
+			if (meta & B3_M_VBLOB) {
+				b3_txn_blob_out(t, &txn, le64_to_cpu(n->val));
+				if (b3_txn_check(t, &x, 1, bytes))
+					return -EUCLEAN;
+			}
 		}
 		nn = &p->l[u];
 		node_fill(nn, n->key, pc->vword,
@@ -392,6 +402,7 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	struct pmidx_txn txn, *x = NULL;
 	struct b3_lnode *d;
 	struct b3_lpos pos;
+	s64 bytes;
 	int ret;
 
 	ret = b3_leaf_find(t, p, k, &pos);
@@ -407,6 +418,7 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	meta = le32_to_cpu(d->meta);
 	if (meta & (B3_M_KBLOB | B3_M_VBLOB)) {
 		/* txn: the node's blobs are unlinked with it */
+		bytes = this_cpu_read(t->pcpu->blob_bytes);
 		if (b3_txn_begin(t, &txn))
 			return -EBUSY;
 		if (meta & B3_M_KBLOB)
@@ -414,6 +426,8 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if (meta & B3_M_VBLOB)
 			b3_txn_blob_out(t, &txn, le64_to_cpu(d->val));
 		x = &txn;
+		if (b3_txn_check(t, &x, 1, bytes))
+			return -EUCLEAN;
 	}
 	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r, x);
 	live--;

@@ -289,6 +289,8 @@ int b3_reach(const struct b3 *t, const struct b3_page *p, u32 *used,
 	     u32 *live);
 int b3_txn_begin(struct b3 *t, struct pmidx_txn *x);
 void b3_txn_cancel(struct b3 *t, struct pmidx_txn *x);
+int b3_txn_check(struct b3 *t, struct pmidx_txn *const *x, unsigned int n,
+		 s64 bytes);
 void b3_txn_blob_in(struct b3 *t, struct pmidx_txn *x, u64 off);
 void b3_txn_blob_out(struct b3 *t, struct pmidx_txn *x, u64 off);
 void b3_commit_txn(struct b3 *t, struct pmidx_txn *x, __le64 *w, u64 val);

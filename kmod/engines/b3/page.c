@@ -295,7 +295,8 @@ void b3_set_tried(struct b3 *t, struct b3_page *p, u32 live)
  * its slots (page.c file comment).
  *
  * Return: 0 locked; -EAGAIN the page was replaced (DEAD): go back to the
- * root; -EUCLEAN its BST is corrupt, -ENOMEM (not locked).
+ * root; -EUCLEAN its BST is corrupt or the page is not committed (a
+ * freed page a corrupt word names), -ENOMEM (not locked).
  */
 int b3_lock(struct b3 *t, struct b3_page *p)
 {
@@ -321,6 +322,17 @@ int b3_lock(struct b3 *t, struct b3_page *p)
 	if (old & B3_LK_VALID)
 		return 0;
 	ret = b3_reach(t, p, &used, &live);
+	/*
+	 * A page from before this attach (every page built since got its
+	 * state in page_init()) must be a committed one: a corrupt word may
+	 * name a freed page, whose stale nodes a writer would unlink.
+	 */
+	if (!ret && !pmidx_alloc_media_committed(&t->pool->alloc,
+						 b3_pgoff(t, p))) {
+		pr_err_ratelimited("pmidx: index %s: b3 page %llx is not committed (corrupt index)\n",
+				   t->idx->name, b3_pgoff(t, p));
+		ret = -EUCLEAN;
+	}
 	if (ret) {
 		/* release: unlock, uncounted; nothing was written */
 		smp_store_release(lw, old);
@@ -521,6 +533,36 @@ int b3_txn_begin(struct b3 *t, struct pmidx_txn *x)
 	if (WARN_ON_ONCE(pmidx_txn_begin(&t->pool->alloc, x)))
 		return -EBUSY;
 	return 0;
+}
+
+/**
+ * b3_txn_check - may the txns of one operation unlink what they name?
+ * @x:     its txns, taken and filled, none armed yet
+ * @n:     how many
+ * @bytes: this CPU's blob byte counter before they were filled
+ *
+ * What a store unlinks comes from words of the media: on a corrupt image
+ * they may name an object freed already (and maybe reused), or one
+ * object twice. Every object unlinked must be committed on media and
+ * named once (core pmidx_txn_check()). Otherwise the operation fails
+ * before its first store: the records go back and the counter is reset.
+ * Context: the section that filled them (the counter is this CPU's).
+ * Return: 0, or -EUCLEAN.
+ */
+int b3_txn_check(struct b3 *t, struct pmidx_txn *const *x, unsigned int n,
+		 s64 bytes)
+{
+	unsigned int i;
+	u64 bad;
+
+	if (likely(!pmidx_txn_check(&t->pool->alloc, x, n, &bad)))
+		return 0;
+	pr_err_ratelimited("pmidx: index %s: b3 object %llx to unlink is not a live one (corrupt index)\n",
+			   t->idx->name, bad);
+	for (i = 0; i < n; i++)
+		pmidx_txn_cancel(&t->pool->alloc, x[i]);
+	this_cpu_write(t->pcpu->blob_bytes, bytes);
+	return -EUCLEAN;
 }
 
 /* A txn taken but not filled (an error before it): nothing was counted. */

@@ -63,6 +63,13 @@
  * repaired (before_retire()): every leftover names the page just left of
  * its range, so that is the only other word that can name X. The SMO
  * then starts over from its own descent.
+ *
+ * What an SMO unlinks (the replaced pages, the blobs only they owned, a
+ * removed separator's) comes from words of the media. On a corrupt
+ * image those may name a freed object or one object twice, so all of an
+ * SMO's txns are checked together before its first store
+ * (b3_txn_check()): -EUCLEAN, the media unchanged by the SMO, its new
+ * pages and blobs given back.
  */
 #include <linux/err.h>
 #include <linux/errno.h>
@@ -185,7 +192,8 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 	struct b3_scratch *s = t->scr;
 	struct b3_page *p = path->lv[lvl].pg, *np, *l;
 	struct b3_key low = b3_low(p);
-	struct pmidx_txn sw;
+	struct pmidx_txn sw, *xs[] = { &sw };
+	s64 bytes = this_cpu_read(t->pcpu->blob_bytes);
 	int n;
 	u64 o;
 
@@ -211,6 +219,10 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 	}
 	pmidx_txn_alloc(&sw, o);
 	pmidx_txn_free(&sw, b3_pgoff(t, p));
+	if (b3_txn_check(t, xs, 1, bytes)) {
+		page_drop(t, o);
+		return -EUCLEAN;
+	}
 	swap_in(t, l, b3_ref_word(t, &path->lv[lvl].ref), o, o, &sw, NULL);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
@@ -229,10 +241,11 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	struct b3_page *l = NULL;
 	struct b3_key low = b3_low(p), k2, none = { (const u8 *)"", 0 };
 	struct b3_inode median = {}, *sep;
-	struct pmidx_txn sw, fin, *f = NULL;
+	struct pmidx_txn sw, fin, *f = NULL, *xs[2] = { &sw };
 	u64 o1 = 0, o2 = 0, orr = 0;
 	int n, m, ret = -ENOSPC;
 	u32 slot = 0;
+	s64 bytes;
 
 	n = gather(t, p, s->ln, s->in, s->child);
 	if (n < 0)
@@ -293,6 +306,7 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	if (ret)
 		goto fail;
 	/* txns: the pages (and the new separator's blob) in, @p out */
+	bytes = this_cpu_read(t->pcpu->blob_bytes);
 	ret = b3_txn_begin(t, &sw);
 	if (!ret && l) {
 		ret = b3_txn_begin(t, &fin);
@@ -312,6 +326,12 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	pmidx_txn_free(&sw, b3_pgoff(t, p));
 	if (p->level)
 		txn_free_sep(t, &sw, &median);
+	xs[1] = f;
+	if (b3_txn_check(t, xs, f ? 2 : 1, bytes)) {
+		b3_sep_free(t, sep, true);
+		ret = -EUCLEAN;
+		goto fail;
+	}
 	if (orr) {
 		r->root = cpu_to_le64(1);
 		b3_set_cnt(t, r, 1, 1);
@@ -517,9 +537,10 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	struct b3_path *path = &s->path;
 	struct b3_lpos pos;
 	struct b3_page *p, *np, *l;
-	struct pmidx_txn sw;
+	struct pmidx_txn sw, *xs[] = { &sw };
 	struct b3_key low;
 	int ret, n, i;
+	s64 bytes;
 	u64 o;
 
 	for (;;) {
@@ -570,6 +591,7 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 	np->sibling = cpu_to_le64(b3_ld(&p->sibling));
 	persist_page(t, np);
 	/* txn: the copy in; the page and the deleted node's blobs out */
+	bytes = this_cpu_read(t->pcpu->blob_bytes);
 	ret = b3_txn_begin(t, &sw);
 	if (ret) {
 		page_drop(t, o);
@@ -581,6 +603,11 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 		b3_txn_blob_out(t, &sw, le64_to_cpu(*kw));
 	if (*meta & B3_M_VBLOB)
 		b3_txn_blob_out(t, &sw, le64_to_cpu(*vw));
+	ret = b3_txn_check(t, xs, 1, bytes);
+	if (ret) {
+		page_drop(t, o);
+		goto out;
+	}
 	swap_in(t, l, b3_ref_word(t, &path->lv[0].ref), o, o, &sw, NULL);
 	b3_kill(t, p);
 	b3_page_retire(t, b3_pgoff(t, p));
@@ -665,19 +692,23 @@ int b3_fix(struct b3 *t, const struct b3_key *k)
 static void collapse_root(struct b3 *t)
 {
 	u64 off = b3_ld(&t->root->top), w;
-	struct pmidx_txn txn;
+	struct pmidx_txn txn, *xs[] = { &txn };
 	struct b3_page *r;
 
 	while (off) {
 		r = b3_pg(t, off);
 		w = b3_ld(&r->root);
+		/* the new top must be a live page too (b3_recover()) */
 		if (!r->level || !b3_w_is_page(w) || b3_ld(&r->sibling) ||
-		    !b3_page_ok(t, w) || b3_ld(&b3_pg(t, w)->sibling))
+		    !b3_page_ok(t, w) || b3_ld(&b3_pg(t, w)->sibling) ||
+		    !pmidx_alloc_media_committed(&t->pool->alloc, w))
 			return;
 		/* txn: the old root page out (a later merge tries again) */
 		if (b3_txn_begin(t, &txn))
 			return;
 		pmidx_txn_free(&txn, off);
+		if (b3_txn_check(t, xs, 1, this_cpu_read(t->pcpu->blob_bytes)))
+			return;
 		b3_commit_txn(t, &txn, &t->root->top, w);
 		b3_page_retire(t, off);
 		off = w;
@@ -721,11 +752,12 @@ static int merge_at(struct b3 *t, const struct b3_key *k, int lvl)
 	struct b3_page *a, *b, *x, *par, *l, *n1, *n2 = NULL;
 	struct b3_key low, k2 = {}, qk;
 	struct b3_inode *q, qc = {}, *sep = NULL, med = {};
-	struct pmidx_txn tq, sw, fin, *f = NULL;
+	struct pmidx_txn tq, sw, fin, *f = NULL, *xs[3] = { &tq, &sw };
 	unsigned int tries = 0;
 	int ret, na, nb, tot, m = 0, top;
 	bool rule1, direct, redist, own_med = false;
 	u64 w, o1 = 0, o2 = 0;
+	s64 bytes;
 	__le64 *wp, *gw;
 	u32 slot = 0;
 
@@ -772,6 +804,8 @@ again:
 		return -EUCLEAN;
 	a = rule1 ? x : b3_pg(t, w);
 	b = rule1 ? b3_pg(t, w) : x;
+	if (a == b)
+		return -EUCLEAN;	/* a page its own sibling: corrupt */
 	if (b3_ld(&a->sibling) != b3_pgoff(t, b) || a->level != lvl ||
 	    b->level != lvl)
 		return refuse(t, x, lvl);
@@ -889,6 +923,7 @@ again:
 	}
 	persist_page(t, n1);
 	/* every txn before the first store: none may fail after it */
+	bytes = this_cpu_read(t->pcpu->blob_bytes);
 	ret = b3_txn_begin(t, &tq);
 	if (!ret) {
 		ret = b3_txn_begin(t, &sw);
@@ -921,6 +956,13 @@ again:
 		txn_alloc_sep(t, f ?: &sw, sep);	/* by step 3 */
 	pmidx_txn_free(&sw, b3_pgoff(t, a));
 	pmidx_txn_free(&sw, b3_pgoff(t, b));
+	xs[2] = f;
+	if (b3_txn_check(t, xs, f ? 3 : 2, bytes)) {
+		if (sep)
+			b3_sep_free(t, sep, true);
+		ret = -EUCLEAN;
+		goto fail;
+	}
 	if (sep)
 		pmidx_persist(t->pm, sep, B3_NODE_SIZE);
 

@@ -177,7 +177,7 @@ void ccl_cache_drop(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 	int i = ccl_buf_find(t, b, h, k, klen, fp, false);
 
 	if (i >= 0)
-		b->cache &= ~(1U << i);
+		WRITE_ONCE(b->cache, b->cache & ~(1U << i));
 }
 
 static bool present(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
@@ -215,7 +215,7 @@ static int write_in_place(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	if (b->sflag[s] & CCL_F_VIND)
 		ccl_retire_word(t, b->slot[s].val);
 	WRITE_ONCE(b->slot[s].val, r->vw);
-	b->sflag[s] = flags;
+	WRITE_ONCE(b->sflag[s], flags);
 	*h = bn_set_ebit(*h, s, side);
 	r->vw_used = true;
 	return 0;
@@ -273,11 +273,11 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 		if (ret)
 			goto out;
 		ccl_stat_inc(t, log_appends);
-		b->cache &= ~(1U << pos);
+		WRITE_ONCE(b->cache, b->cache & ~(1U << pos));
 		WRITE_ONCE(b->slot[pos].key, r->kw);
 		WRITE_ONCE(b->slot[pos].val, r->vw);
-		b->sflag[pos] = r->flags;
-		b->sfp[pos] = r->fp;
+		WRITE_ONCE(b->sflag[pos], r->flags);
+		WRITE_ONCE(b->sfp[pos], r->fp);
 		h = bn_set_ebit(h, pos, side);
 		h = bn_set_pos(h, pos + 1);
 		r->kw_used = true;

@@ -271,6 +271,7 @@ static void tree_free(struct ccl_tree *t)
 	pmidx_wal_close(t->wal);
 	pmidx_epoch_destroy(&t->epoch);
 	free_percpu(t->st);
+	kvfree(t->sbuf);
 	kfree(t);
 }
 
@@ -692,163 +693,363 @@ static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 
 /* ---- scan ---------------------------------------------------------------- */
 
-struct srec {
-	u64	key, val;
-	u8	flags;
-	bool	dead;
+/*
+ * Scans. A node is read optimistically (the leaf's live slots, the
+ * unflushed buffer slots, the leaf's sorted permutation) and validated by
+ * its version; then its records go to the sink at once, inside the epoch
+ * section (core/engine.h: emit does not sleep), in one merge pass of two
+ * ordered runs:
+ *  - the leaf's live slots in key order: the node's sorted permutation
+ *    (ccl.h) when it matches the leaf, else the scan sorts the slots of
+ *    its snapshot (at most 14, on the stack) and installs that order for
+ *    the next scans when the node is still as it saw it (perm_install());
+ *  - the buffer's records in key order: the unflushed slots (at most
+ *    N_batch, sorted on the stack), or a recovered overflow, which
+ *    recovery stores sorted.
+ * On equal keys the buffer wins: its value replaces the leaf's, its
+ * tombstone hides the leaf's record. Each node is one consistent view;
+ * the scan as a whole is not a snapshot (kapi.c, pmidx_scan()).
+ *
+ * Keys and values are copied out machine-check safe into a buffer on the
+ * stack, or, for a record that does not fit, into a larger one taken
+ * outside the section (the scan resumes at that record); the tree keeps
+ * one such buffer for the next scan (t->sbuf). Nothing else is allocated
+ * and nothing is staged. The scan stays in one epoch section for up to
+ * SCAN_NODES nodes, following the validated right-neighbour pointer, then
+ * lets the CPU go and finds its place again from the root.
+ */
+#define SCAN_RBUF	320	/* record bytes on the stack: a key and more */
+#define SCAN_NODES	16	/* nodes per epoch section */
+#define SCAN_DONE	3	/* past the end, or the sink said stop */
+#define SCAN_GROW	CCL_NEEDRES	/* a record needs st->need bytes */
+#define SCAN_YIELD	CCL_RETRY	/* go on after cond_resched() */
+
+struct ccl_sbuf {
+	u32	cap;
+	u8	data[];
+};
+
+/* One node, as read and validated. */
+struct scan_snap {
+	u64			lkey[CCL_LEAF_SLOTS], lval[CCL_LEAF_SLOTS];
+	u8			lflag[CCL_LEAF_SLOTS];
+	u8			lord[CCL_LEAF_SLOTS];	/* leaf slots, key order */
+	unsigned int		nl;
+	struct ccl_kv		bslot[CCL_NBATCH_MAX];
+	u8			bflag[CCL_NBATCH_MAX];
+	u8			bord[CCL_NBATCH_MAX];	/* buffer slots, key order */
+	unsigned int		nb;
+	struct ccl_ovf		*ovf;
+	struct ccl_bnode	*next;
+	u64			meta, perm;
+	u32			ptag;
 };
 
 struct scan_state {
 	u8		cur[PMIDX_KEY_MAX];	/* resume key */
 	u32		curlen;
 	bool		excl;			/* strictly after cur */
-	u8		hi[PMIDX_KEY_MAX];	/* high fence of the last node */
-	u32		hilen;
-	bool		has_hi;
-	u8		*stage;			/* staged records */
-	size_t		cap, used;
-	unsigned int	nrec;
+	bool		past;			/* records now are past cur */
+	u8		*buf;			/* record buffer: rbuf or big */
+	u32		cap;
+	u32		need;
+	struct ccl_sbuf	*big;
+	struct scan_snap s;
+	u8		rbuf[SCAN_RBUF];
 };
 
-static int srec_cmp(const void *a, const void *b, void *ctx)
+/* Key order of two words; 8-byte keys compare as big-endian integers. */
+static int scan_cmp(struct ccl_tree *t, u64 a, u8 af, u64 b, u8 bf)
 {
-	const struct srec *x = a, *y = b;
+	u64 x, y;
 
-	return ccl_word_cmp(ctx, x->key, x->flags & CCL_F_KIND,
-			    y->key, y->flags & CCL_F_KIND);
+	if ((af | bf) & CCL_F_KIND)
+		return ccl_word_cmp(t, a, af & CCL_F_KIND, b, bf & CCL_F_KIND);
+	x = be64_to_cpu((__force __be64)a);
+	y = be64_to_cpu((__force __be64)b);
+	return x < y ? -1 : x > y;
 }
 
-/* Merge a newer KV into the record set (replace, delete or add). */
-static void srec_apply(struct ccl_tree *t, struct srec *r, unsigned int *n,
-		       u64 key, u64 val, u8 flags)
+/* Insertion sort of @n indices into @key/@flag (n <= 14: no more needed). */
+static void scan_sort(struct ccl_tree *t, u8 *ord, unsigned int n,
+		      const u64 *key, const u8 *flag)
 {
-	const u8 *k;
-	u32 klen;
-	unsigned int i;
+	unsigned int i, j;
+	u8 x;
 
-	k = ccl_word_bytes(t, &key, flags & CCL_F_KIND, &klen);
-	for (i = 0; i < *n; i++) {
-		if (ccl_key_eq(t, r[i].key, r[i].flags & CCL_F_KIND, k, klen)) {
-			/* the newest entry's key word too: its blob is live */
-			r[i].key = key;
-			r[i].val = val;
-			r[i].flags = flags;
-			r[i].dead = flags & CCL_F_TOMB;
-			return;
-		}
+	for (i = 1; i < n; i++) {
+		x = ord[i];
+		for (j = i; j && scan_cmp(t, key[ord[j - 1]], flag[ord[j - 1]],
+					  key[x], flag[x]) > 0; j--)
+			ord[j] = ord[j - 1];
+		ord[j] = x;
 	}
-	if (!(flags & CCL_F_TOMB))
-		r[(*n)++] = (struct srec){ key, val, flags, false };
 }
 
-/*
- * Stage the node's records in [cur, end) into st->stage. Return: 0, or
- * CCL_NEEDRES with st->cap raised when the stage is too small, or CCL_RETRY
- * when the snapshot was not consistent, or -EIO (-EUCLEAN) for a record
- * whose key or value cannot be read, with the records before it staged.
- */
-static int scan_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
-		     struct scan_state *st, const u8 *end, u32 end_len)
+/* Read node @b (header @h); return: false when it must be read again. */
+static bool scan_snap(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
+		      struct scan_snap *s)
 {
 	struct ccl_leaf *l = ccl_bn_leaf(t, h);
-	struct srec stack[CCL_LEAF_SLOTS + CCL_NBATCH_MAX], *r = stack;
-	struct ccl_kv slot[CCL_NBATCH_MAX];
-	u8 sflag[CCL_NBATCH_MAX];
-	unsigned int i, n = 0, pos = bn_pos(h);
-	struct ccl_bnode *nx;
-	struct ccl_ovf *ovf;
+	unsigned int i, pos = bn_pos(h);
 	unsigned long bits;
-	size_t need = 0;
 	u16 vind;
-	int ret = 0;
 
 	for (i = 0; i < pos; i++) {
-		slot[i].key = READ_ONCE(b->slot[i].key);
-		slot[i].val = READ_ONCE(b->slot[i].val);
-		sflag[i] = READ_ONCE(b->sflag[i]);
+		s->bslot[i].key = READ_ONCE(b->slot[i].key);
+		s->bslot[i].val = READ_ONCE(b->slot[i].val);
+		s->bflag[i] = READ_ONCE(b->sflag[i]);
+		s->bord[i] = i;
 	}
-	ovf = READ_ONCE(b->ovf);
-	bits = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta)));
+	s->nb = pos;
+	s->ovf = READ_ONCE(b->ovf);
+	s->next = READ_ONCE(b->next);
+	s->perm = READ_ONCE(b->perm);
+	s->ptag = READ_ONCE(b->ptag);
+	s->meta = le64_to_cpu(READ_ONCE(l->meta));
 	vind = le16_to_cpu(READ_ONCE(l->vind));
+	bits = ccl_meta_bitmap(s->meta);
+	s->nl = 0;
 	for_each_set_bit(i, &bits, CCL_LEAF_SLOTS) {
 		u8 fp = READ_ONCE(l->fp[i]);
 
-		r[n++] = (struct srec){
-			.key = (__force u64)READ_ONCE(l->slot[i].key),
-			.val = (__force u64)READ_ONCE(l->slot[i].val),
-			.flags = (fp & CCL_FP_IND ? CCL_F_KIND : 0) |
-				 (vind & BIT(i) ? CCL_F_VIND : 0) };
+		s->lkey[i] = (__force u64)READ_ONCE(l->slot[i].key);
+		s->lval[i] = (__force u64)READ_ONCE(l->slot[i].val);
+		s->lflag[i] = (fp & CCL_FP_IND ? CCL_F_KIND : 0) |
+			      (vind & BIT(i) ? CCL_F_VIND : 0);
+		s->lord[s->nl++] = i;
 	}
-	nx = READ_ONCE(b->next);
-	st->has_hi = nx;
-	if (nx) {
-		st->hilen = nx->low->len;
-		memcpy(st->hi, nx->low->key, st->hilen);
+	return !ccl_bn_read_retry(b, h);
+}
+
+/*
+ * Install the order a scan sorted from its snapshot at header @h, when
+ * the node still has that header: locked with one compare-and-swap (a
+ * reader never waits for a lock), unlocked with a new version so readers
+ * that read the old permutation retry (ccl.h, "sorted permutation").
+ */
+static void perm_install(struct ccl_bnode *b, u64 h, const struct scan_snap *s)
+{
+	s64 v = h;
+	u64 perm = 0;
+	unsigned int i;
+
+	for (i = 0; i < s->nl; i++)
+		perm |= (u64)s->lord[i] << (4 * i);
+	if (!atomic64_try_cmpxchg(&b->hdr, &v, h | BN_LOCKED))
+		return;
+	WRITE_ONCE(b->perm, perm);
+	WRITE_ONCE(b->ptag, ccl_perm_tag(s->meta));
+	ccl_bn_unlock(b, h | BN_LOCKED);
+}
+
+/* Put the validated snapshot's leaf and buffer slots in key order. */
+static void scan_order(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
+		       struct scan_snap *s)
+{
+	u8 ord[CCL_LEAF_SLOTS];
+	u32 seen = 0;
+	unsigned int i;
+
+	if (s->ptag == ccl_perm_tag(s->meta)) {
+		for (i = 0; i < s->nl; i++) {
+			ord[i] = ccl_perm_at(s->perm, i);
+			seen |= BIT(ord[i]);
+		}
+		/* the same slots (never otherwise): else sort them below */
+		if (!WARN_ON_ONCE(seen != ccl_meta_bitmap(s->meta))) {
+			memcpy(s->lord, ord, s->nl);
+			goto buffer;
+		}
+		scan_sort(t, s->lord, s->nl, s->lkey, s->lflag);
+	} else {
+		scan_sort(t, s->lord, s->nl, s->lkey, s->lflag);
+		perm_install(b, h, s);
 	}
-	if (ccl_bn_read_retry(b, h))
-		return CCL_RETRY;
+buffer:
+	if (!s->ovf) {
+		u64 key[CCL_NBATCH_MAX];
 
-	/* consistent from here on */
-	if (ovf && ovf->n) {
-		r = kmalloc_array(n + ovf->n + pos, sizeof(*r), GFP_ATOMIC);
-		if (!r)
-			return -ENOMEM;
-		memcpy(r, stack, n * sizeof(*r));
-		for (i = 0; i < ovf->n; i++)
-			srec_apply(t, r, &n, ovf->e[i].key, ovf->e[i].val,
-				   ovf->e[i].flags);
+		for (i = 0; i < s->nb; i++)
+			key[i] = s->bslot[i].key;
+		scan_sort(t, s->bord, s->nb, key, s->bflag);
 	}
-	for (i = 0; i < pos; i++)
-		srec_apply(t, r, &n, slot[i].key, slot[i].val, sflag[i]);
-	ccl_sort(r, n, sizeof(*r), srec_cmp, t);
+}
 
-	st->used = 0;
-	st->nrec = 0;
-	for (i = 0; i < n; i++) {
-		u8 *rec = st->stage + st->used;
-		size_t room = st->cap - st->used;
-		const u8 *k;
-		u32 klen, vlen;
-		int c;
+/*
+ * Hand one record to the sink if it lies in [cur, end). Return: 0 (go
+ * on), SCAN_DONE, SCAN_GROW (cur set to the record, st->need its size),
+ * or -EIO / -EUCLEAN for a record that cannot be read (README: media
+ * errors), or the sink's error.
+ */
+static int scan_rec(struct ccl_tree *t, struct scan_state *st, u64 key,
+		    u64 val, u8 flags, const u8 *end, u32 end_len,
+		    struct pmidx_scan_sink *sink)
+{
+	const u8 *k = NULL;
+	u32 klen = 0, vlen;
+	int c, ret;
 
-		if (r[i].dead)
-			continue;
+	if (!st->past || end_len)
 		/* compared where it lies, as by the sort (README: media errors) */
-		k = ccl_word_bytes(t, &r[i].key, r[i].flags & CCL_F_KIND, &klen);
+		k = ccl_word_bytes(t, &key, flags & CCL_F_KIND, &klen);
+	if (!st->past) {
 		c = pmidx_key_cmp(k, klen, st->cur, st->curlen);
 		if (c < 0 || (!c && st->excl))
-			continue;
-		if (end_len && pmidx_key_cmp(k, klen, end, end_len) >= 0)
-			break;
-		/*
-		 * The value's one copy, machine-check safe, straight into the
-		 * stage (nothing is copied when it does not fit). A record
-		 * that cannot be read ends the node with the error; the
-		 * records staged before it stand.
-		 */
-		room = room > 8 + klen ? min_t(size_t, room - 8 - klen, U32_MAX) : 0;
-		ret = ccl_word_read(t, r[i].val, r[i].flags & CCL_F_VIND,
-				    room ? rec + 8 + klen : NULL, room, &vlen);
-		if (ret)
-			break;
-		need = st->used + 8 + klen + vlen;
-		if (need > st->cap) {
-			st->cap = max(need, 2 * st->cap);
-			ret = CCL_NEEDRES;
-			break;
-		}
-		ret = ccl_word_read(t, r[i].key, r[i].flags & CCL_F_KIND,
-				    rec + 8, klen, &klen);
-		if (ret)
-			break;
-		memcpy(rec, &klen, 4);
-		memcpy(rec + 4, &vlen, 4);
-		st->used = need;
-		st->nrec++;
+			return 0;
+		st->past = true;
 	}
-	if (r != stack)
-		kfree(r);
-	return ret;
+	if (end_len && pmidx_key_cmp(k, klen, end, end_len) >= 0)
+		return SCAN_DONE;
+	/* key, then value, copied machine-check safe */
+	ret = ccl_word_read(t, key, flags & CCL_F_KIND, st->buf, PMIDX_KEY_MAX,
+			    &klen);
+	if (ret)
+		return ret;
+	if (klen > PMIDX_KEY_MAX)
+		return -EUCLEAN;
+	ret = ccl_word_read(t, val, flags & CCL_F_VIND, st->buf + klen,
+			    st->cap - klen, &vlen);
+	if (ret)
+		return ret;
+	if (vlen > st->cap - klen) {
+		memcpy(st->cur, st->buf, klen);
+		st->curlen = klen;
+		st->excl = false;
+		st->past = false;
+		st->need = klen + vlen;
+		return SCAN_GROW;
+	}
+	ret = sink->emit(sink, st->buf, klen, st->buf + klen, vlen);
+	return ret > 0 ? SCAN_DONE : ret;
+}
+
+/* The node's records in key order: leaf and buffer merged in one pass. */
+static int scan_merge(struct ccl_tree *t, struct scan_state *st,
+		      const u8 *end, u32 end_len, struct pmidx_scan_sink *sink)
+{
+	const struct scan_snap *s = &st->s;
+	unsigned int i = 0, j = 0, nb = s->ovf ? s->ovf->n : s->nb, ls = 0;
+	u64 bk = 0, bv = 0, key, val;
+	u8 bf = 0, flags;
+	int c, ret;
+
+	while (i < s->nl || j < nb) {
+		if (i < s->nl)
+			ls = s->lord[i];
+		if (j < nb) {
+			if (s->ovf) {
+				bk = s->ovf->e[j].key;
+				bv = s->ovf->e[j].val;
+				bf = s->ovf->e[j].flags;
+			} else {
+				bk = s->bslot[s->bord[j]].key;
+				bv = s->bslot[s->bord[j]].val;
+				bf = s->bflag[s->bord[j]];
+			}
+		}
+		if (j >= nb)
+			c = -1;
+		else if (i >= s->nl)
+			c = 1;
+		else
+			c = scan_cmp(t, s->lkey[ls], s->lflag[ls], bk, bf);
+		if (c < 0) {
+			key = s->lkey[ls];
+			val = s->lval[ls];
+			flags = s->lflag[ls];
+			i++;
+		} else {
+			/* the buffer's version wins; a tombstone hides the key */
+			key = bk;
+			val = bv;
+			flags = bf;
+			j++;
+			i += !c;
+			if (flags & CCL_F_TOMB)
+				continue;
+		}
+		ret = scan_rec(t, st, key, val, flags, end, end_len, sink);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * From st->cur on, node after node, inside an epoch section. Return:
+ * SCAN_DONE, SCAN_YIELD after SCAN_NODES nodes, SCAN_GROW, or an error.
+ */
+static int scan_run(struct ccl_tree *t, struct scan_state *st,
+		    const u8 *end, u32 end_len, struct pmidx_scan_sink *sink)
+{
+	unsigned int nodes = 0;
+	struct ccl_bnode *b, *nx;
+	u64 h;
+	int ret;
+
+retry:
+	/*
+	 * From the root the node found may hold keys below cur (a merge
+	 * since): they are skipped by comparison with cur again.
+	 */
+	st->past = false;
+	b = ccl_inner_find(t, st->cur, st->curlen);
+	for (;;) {
+		h = ccl_bn_read_begin(b);
+		if (!h)
+			goto retry;
+		nx = READ_ONCE(b->next);
+		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
+			if (!ccl_bn_read_retry(b, h))
+				b = nx;
+			continue;
+		}
+		if (!scan_snap(t, b, h, &st->s))
+			continue;
+		/* consistent: words may now be followed to blobs */
+		scan_order(t, b, h, &st->s);
+		ret = scan_merge(t, st, end, end_len, sink);
+		if (ret)
+			return ret;
+		/* the neighbour seen with the records; the epoch keeps it */
+		nx = st->s.next;
+		if (!nx || (end_len && ccl_fence_cmp(nx->low, end, end_len) >= 0))
+			return SCAN_DONE;
+		st->curlen = nx->low->len;
+		memcpy(st->cur, nx->low->key, st->curlen);
+		st->excl = false;
+		/* reached by its pointer: a live node's keys are >= its low */
+		st->past = true;
+		if (++nodes == SCAN_NODES)
+			return SCAN_YIELD;
+		b = nx;
+	}
+}
+
+/* A record buffer of at least st->need bytes: the tree's spare or new. */
+static int scan_grow(struct ccl_tree *t, struct scan_state *st)
+{
+	struct ccl_sbuf *p = st->big;
+	u32 cap;
+
+	if (!p)
+		p = xchg(&t->sbuf, NULL);
+	if (!p || p->cap < st->need) {
+		kvfree(p);
+		cap = max_t(u32, roundup_pow_of_two(st->need), 4096);
+		p = kvmalloc(sizeof(*p) + cap, GFP_KERNEL);
+		st->big = p;
+		st->buf = st->rbuf;
+		st->cap = sizeof(st->rbuf);
+		if (!p)
+			return -ENOMEM;
+		p->cap = cap;
+	}
+	st->big = p;
+	st->buf = p->data;
+	st->cap = p->cap;
+	return 0;
 }
 
 static int ccl_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
@@ -856,88 +1057,38 @@ static int ccl_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		    struct pmidx_scan_sink *sink)
 {
 	struct ccl_tree *t = idx->priv;
-	struct scan_state *st;
-	struct ccl_bnode *b, *nx;
-	size_t off;
-	u64 h;
-	int ret = 0, bad;
+	struct scan_state st;
+	int ret;
 
+	BUILD_BUG_ON(SCAN_RBUF < PMIDX_KEY_MAX + 8);
 	ccl_stat_inc(t, scan);
 	if (!ccl_ready(t))
 		return 0;
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
-	if (!st)
-		return -ENOMEM;
-	st->cap = 16384;
-	st->stage = kvmalloc(st->cap, GFP_KERNEL);
-	if (!st->stage) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	if (start_len)
-		memcpy(st->cur, start, start_len);
-	st->curlen = start_len;
-	st->excl = after;
+		memcpy(st.cur, start, start_len);
+	st.curlen = start_len;
+	st.excl = after;
+	st.buf = st.rbuf;
+	st.cap = sizeof(st.rbuf);
+	st.big = NULL;
 	for (;;) {
 		pmidx_epoch_enter(&t->epoch);
-retry:
-		b = ccl_inner_find(t, st->cur, st->curlen);
-again:
-		h = ccl_bn_read_begin(b);
-		if (!h)
-			goto retry;
-		nx = READ_ONCE(b->next);
-		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
-			if (ccl_bn_read_retry(b, h))
-				goto again;
-			b = nx;
-			goto again;
-		}
-		ret = scan_node(t, b, h, st, end, end_len);
-		if (ret == CCL_RETRY)
-			goto again;
+		ret = scan_run(t, &st, end, end_len, sink);
 		pmidx_epoch_exit(&t->epoch);
-		if (ret == CCL_NEEDRES) {
-			kvfree(st->stage);
-			st->stage = kvmalloc(st->cap, GFP_KERNEL);
-			ret = -ENOMEM;
-			if (!st->stage)
-				break;
+		if (ret == SCAN_YIELD) {
+			cond_resched();
 			continue;
 		}
-		/* an unreadable record: the ones before it go out first */
-		bad = ret;
-		if (ret && ret != -EIO && ret != -EUCLEAN)
+		if (ret != SCAN_GROW)
 			break;
-		for (off = 0; off < st->used;) {
-			u32 klen, vlen;
-
-			memcpy(&klen, st->stage + off, 4);
-			memcpy(&vlen, st->stage + off + 4, 4);
-			ret = sink->emit(sink, st->stage + off + 8, klen,
-					 st->stage + off + 8 + klen, vlen);
-			if (ret)
-				goto done;
-			off += 8 + klen + vlen;
-		}
-		ret = bad;
+		ret = scan_grow(t, &st);
 		if (ret)
 			break;
-		if (!st->has_hi || (end_len && pmidx_key_cmp(st->hi, st->hilen,
-							      end, end_len) >= 0))
-			break;
-		memcpy(st->cur, st->hi, st->hilen);
-		st->curlen = st->hilen;
-		st->excl = false;
-		cond_resched();
 	}
-done:
-	if (ret > 0)
-		ret = 0;
-out:
-	kvfree(st->stage);
-	kfree(st);
-	return ret;
+	/* keep the larger buffer for the next scan, if none is kept */
+	if (st.big && cmpxchg(&t->sbuf, NULL, st.big))
+		kvfree(st.big);
+	return ret < 0 ? ret : 0;
 }
 
 /* ---- check and stats ----------------------------------------------------- */

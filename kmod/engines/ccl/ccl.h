@@ -81,11 +81,51 @@ struct ccl_ent {
 	u8	oflags;		/* that slot's KIND/VIND flags */
 };
 
-/* Recovered KVs that did not fit the slots (see recovery.c). */
+/*
+ * Recovered KVs that did not fit the slots (see recovery.c): distinct
+ * keys in ascending key order (scans merge them as they are), immutable
+ * once published; a node with an overflow has no unflushed slots.
+ */
 struct ccl_ovf {
 	u32		n;
 	struct ccl_ent	e[];
 };
+
+/*
+ * The leaf's sorted permutation (DRAM only, for scans). @perm lists the
+ * leaf's live slots in ascending key order, 4 bits per slot (nibble i =
+ * the i-th smallest), as many as the bitmap has bits. It is valid iff
+ * @ptag equals ccl_perm_tag() of the leaf's meta word (bitmap and commit
+ * sequence); CCL_PTAG_NONE matches no meta word.
+ *
+ * Rule: @perm and @ptag are written only with the buffer node locked:
+ *  - a writer that changes the leaf (ccl_flush(): commit and split;
+ *    merge_locked(): the left sibling) sets @ptag to CCL_PTAG_NONE before
+ *    it unlocks, so no permutation outlives a commit even if the 10-bit
+ *    commit sequence wraps to the same tag;
+ *  - a scan that found it invalid sorts its own validated snapshot and
+ *    installs the result only if it can lock the node with the very
+ *    header word it validated (one compare-and-swap, never a wait), i.e.
+ *    nothing changed since; it unlocks with a version bump, so readers
+ *    that saw the old pair retry as after any write.
+ * Readers read both words inside their optimistic section, like the
+ * slots. Zeroed (a new node) matches only an empty leaf of sequence 0,
+ * for which the empty permutation is right. Never persisted: the PM
+ * layout and the crash protocol do not know it exists; recovery builds
+ * nodes with it zeroed.
+ */
+#define CCL_PTAG_NONE		(1U << 31)
+
+static inline u32 ccl_perm_tag(u64 meta)
+{
+	return meta & (CCL_BITMAP_MASK |
+		       (u64)CCL_SEQ_MASK << CCL_SEQ_SHIFT);
+}
+
+static inline unsigned int ccl_perm_at(u64 perm, unsigned int i)
+{
+	return (perm >> (4 * i)) & 0xf;
+}
 
 /**
  * struct ccl_bnode - DRAM buffer node, one per PM leaf
@@ -95,6 +135,9 @@ struct ccl_ovf {
  * @cache: slots holding KVs already flushed to the leaf (read cache);
  *         always disjoint from 0..pos-1
  * @sfp:   per slot fingerprint of the key (as in the leaf)
+ * @perm:  the leaf's live slots in key order, valid iff @ptag matches
+ *         the leaf (see "sorted permutation" above)
+ * @ptag:  ccl_perm_tag() of the leaf's meta word @perm was made for
  * @next:  right neighbour (same order as the leaf list)
  * @ovf:   recovered KVs beyond the slots, drained before any write
  * @low:   low fence key, immutable (the head node's is empty)
@@ -106,6 +149,8 @@ struct ccl_bnode {
 	u8			cache;
 	u8			sfp[CCL_NBATCH_MAX];
 	u8			pad;
+	u64			perm;
+	u32			ptag;
 	struct ccl_bnode	*next;
 	struct ccl_ovf		*ovf;
 	const struct ccl_fence	*low;
@@ -187,6 +232,8 @@ struct ccl_stash {
 
 /* ---- the index --------------------------------------------------------- */
 
+struct ccl_sbuf;
+
 /*
  * Per-CPU statistics. @keys: the live key counter, moved by writes that
  * add or remove a key (buffer.c); CPU 0's also holds the count recovery
@@ -217,6 +264,8 @@ struct ccl_pcpu {
  * @gc:        the GC thread; @gc_lock serialises collections
  * @gc_live:   log bytes left by the last collection (all live)
  * @spare:     inner nodes kept for splits (@spare_lock)
+ * @sbuf:      a scan's record buffer kept for the next scan with a record
+ *             larger than its stack buffer (ccl.c, scans; xchg/cmpxchg)
  */
 struct ccl_tree {
 	struct pmidx_index	*idx;
@@ -246,6 +295,7 @@ struct ccl_tree {
 	spinlock_t		spare_lock;
 	unsigned int		nspare;
 	struct ccl_inode	*spare[CCL_SPARE_INODES];
+	struct ccl_sbuf		*sbuf;
 	struct ccl_pcpu __percpu *st;
 	u64			recovery_ns;
 	u64			replayed;
@@ -322,6 +372,12 @@ int ccl_buf_find(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 		 const u8 *k, u32 klen, u8 fp, bool unflushed);
 void ccl_cache_drop(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 		    const u8 *k, u32 klen, u8 fp);
+
+/* The leaf changed under @b's lock: its permutation is stale. */
+static inline void ccl_perm_drop(struct ccl_bnode *b)
+{
+	WRITE_ONCE(b->ptag, CCL_PTAG_NONE);
+}
 
 struct ccl_wreq {
 	const u8	*key;

@@ -253,6 +253,25 @@ static int check_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		}
 	}
 	c->keys += hweight32(bitmap);
+	/* a permutation the leaf still matches lists its slots in key order */
+	if (b->ptag == ccl_perm_tag(meta)) {
+		u32 seen = 0;
+
+		for (i = 0, j = 0; i < hweight32(bitmap); i++) {
+			s = ccl_perm_at(b->perm, i);
+			seen |= BIT(s);
+			if (i && ccl_word_cmp(t, (__force u64)l->slot[j].key,
+					      l->fp[j] & CCL_FP_IND,
+					      (__force u64)l->slot[s].key,
+					      l->fp[s] & CCL_FP_IND) >= 0)
+				break;
+			j = s;
+		}
+		if (i < hweight32(bitmap) || seen != bitmap) {
+			c->why = "sorted permutation does not match its leaf";
+			return -EUCLEAN;
+		}
+	}
 
 	if (pos > t->nbatch || (b->ovf && pos)) {
 		c->why = "buffer position counter out of range";

@@ -208,7 +208,7 @@ static void cache_trim(struct ccl_tree *t, struct ccl_bnode *b)
 		    ccl_key_cmp_word(t, b->slot[i].key,
 				     b->sflag[i] & CCL_F_KIND,
 				     hi->key, hi->len) >= 0)
-			b->cache &= ~BIT(i);
+			WRITE_ONCE(b->cache, b->cache & ~BIT(i));
 }
 
 /**
@@ -272,16 +272,18 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 			return ret;
 		split = true;
 	}
+	/* the leaf changed: scans sort it again (ccl.h, sorted permutation) */
+	ccl_perm_drop(b);
 	/* after the timestamp, before a merge unlocks the left sibling */
 	if (keys)
 		this_cpu_add(t->st->keys, keys);
 
 	if (ovf) {
-		b->ovf = NULL;
+		WRITE_ONCE(b->ovf, NULL);
 		atomic_dec(&t->ovf_nodes);
 		ccl_retire_dram(t, ovf);
 	} else {
-		b->cache |= cache;
+		WRITE_ONCE(b->cache, b->cache | cache);
 		*h = bn_set_pos(*h, 0);
 	}
 	if (split) {

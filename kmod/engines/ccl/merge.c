@@ -94,7 +94,8 @@ static bool merge_locked(struct ccl_tree *t, struct ccl_bnode *lb, u64 *lh,
 	ccl_leaf_publish(t, ll, lines, vind, ccl_next_ts(t), newbm,
 			 ccl_meta_next(rmeta));
 	ccl_retire_replaced(t, e, n);
-	lb->cache |= cache;
+	ccl_perm_drop(lb);
+	WRITE_ONCE(lb->cache, lb->cache | cache);
 	*lh = bn_set_pos(*lh, 0);
 	return true;
 }

@@ -571,6 +571,7 @@ static int place(struct rctx *rc, size_t li, struct rent *e, size_t n)
 		atomic64_set(&b->hdr, bn_set_pos(h, n));
 		return 0;
 	}
+	/* in key order, as scans expect (ccl.h): @e is sorted */
 	ovf = kmalloc(struct_size(ovf, e, n), GFP_KERNEL);
 	if (!ovf)
 		return -ENOMEM;

@@ -54,6 +54,10 @@ unsigned int lodge_log_max = 2048;
 module_param(lodge_log_max, uint, 0644);
 MODULE_PARM_DESC(lodge_log_max, "lodge: live logs above which writers drain the oldest half (default 2048)");
 
+unsigned int lodge_recovery_threads;
+module_param(lodge_recovery_threads, uint, 0644);
+MODULE_PARM_DESC(lodge_recovery_threads, "lodge: workers of each attach-time recovery step (default 0: one per online CPU, at most 64, fewer for a small index; N: up to N whatever the size)");
+
 struct lodge_key *lodge_key_new(const u8 *k, u32 len, gfp_t gfp)
 {
 	struct lodge_key *key = kmalloc(sizeof(*key) + len, gfp);
@@ -199,17 +203,22 @@ out:
 
 /* ---- put / delete --------------------------------------------------------- */
 
-/* Drain: flush the KVs of the oldest half of the logs (README). */
-static void drain(struct lodge *t)
+/*
+ * Drain: flush the KVs of the oldest half of the logs (README), or with
+ * @all of every log, waiting for a drain under way (the pool is full).
+ */
+static void drain(struct lodge *t, bool all)
 {
 	struct lodge_lin *x;
 	u8 *cur = NULL;
 	u32 curlen = 0;
 	u64 cut;
 
-	if (!mutex_trylock(&t->drain))
+	if (all)
+		mutex_lock(&t->drain);
+	else if (!mutex_trylock(&t->drain))
 		return;
-	cut = lodge_log_cut(t, READ_ONCE(t->nlogs) / 2);
+	cut = lodge_log_cut(t, all ? U32_MAX : READ_ONCE(t->nlogs) / 2);
 	lodge_stat_inc(t, drains);
 	cur = kmalloc(PMIDX_KEY_MAX + 1, GFP_KERNEL);
 	percpu_down_read(&t->tree);
@@ -330,8 +339,25 @@ unlock:
 out_free:
 	kfree(kc);
 	if (READ_ONCE(t->nlogs) > lodge_log_max)
-		drain(t);
+		drain(t, false);
 	return ret;
+}
+
+/*
+ * A write the pool had no room for (a new log, a leaf or node split)
+ * changed nothing. Logs holding only buffered KVs are most of what a
+ * full pool can give back: flush them all and try once more, so that a
+ * user can still delete (and put again what the deletes freed).
+ */
+static int lodge_write_room(struct lodge *t, const u8 *k, u32 klen,
+			    const u8 *v, u32 vlen, bool tomb, bool insert)
+{
+	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert);
+
+	if (ret != -ENOSPC)
+		return ret;
+	drain(t, true);
+	return lodge_write(t, k, klen, v, vlen, tomb, insert);
 }
 
 static int lodge_put(struct pmidx_index *idx, const u8 *key, u32 klen,
@@ -340,8 +366,8 @@ static int lodge_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	struct lodge *t = idx->priv;
 
 	lodge_stat_inc(t, put);
-	return lodge_write(t, key, klen, val, vlen, false,
-			   flags & PMIDX_PUT_INSERT);
+	return lodge_write_room(t, key, klen, val, vlen, false,
+				flags & PMIDX_PUT_INSERT);
 }
 
 static int lodge_del(struct pmidx_index *idx, const u8 *key, u32 klen)
@@ -351,7 +377,7 @@ static int lodge_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	lodge_stat_inc(t, del);
 	if (!READ_ONCE(t->ready))
 		return -ENOENT;
-	return lodge_write(t, key, klen, NULL, 0, true, false);
+	return lodge_write_room(t, key, klen, NULL, 0, true, false);
 }
 
 /* ---- scan ----------------------------------------------------------------- */
@@ -611,6 +637,11 @@ static int lodge_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 	t->t_split = clamp_t(u32, lodge_t_split, 2, t->slots - 1);
 	t->recovery_ns = ktime_get_ns() - t0;
 	idx->priv = t;
+	if (!rc->clean || t->replayed)
+		pr_info("pmidx: index %s (lodge): %lld leaves, %u logs, %llu records replayed in %llu us, %u recovery threads\n",
+			idx->name, (long long)atomic64_read(&t->nleaves),
+			t->nlogs, t->replayed, t->recovery_ns / 1000,
+			t->recovery_threads);
 	return 0;
 fail:
 	teardown(t);

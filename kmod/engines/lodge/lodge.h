@@ -14,7 +14,8 @@
  *   tree.c      upper DRAM internal nodes, descents, the hotness-aware
  *               multiple split of a last-level node
  *   recovery.c  open: rebuild the DRAM levels from the leaf list, replay
- *               the live log records, rebuild the valid counts
+ *               the live log records, rebuild the valid counts (in
+ *               parallel steps)
  *   check.c     the structural checker
  *   lodge.c     get/put/del/scan/stats, lifecycle, ops table, parameters
  *
@@ -159,7 +160,8 @@ struct lodge_inode {
  * @pieces[n] node splits into n pieces, @capped those whose M the
  * parent's free slots bounded (Formula 1), @log_frees logs freed,
  * @log_frees_ooo those that were not the oldest live one, @drains runs
- * of the oldest-half flush (lodge.c drain()); for the measurements
+ * of the oldest-half flush, or of the full one of a full pool (lodge.c
+ * drain()); for the measurements
  * (ccl-xpline): @kvs_flushed buffered KVs taken to leaves, @rounds
  * flushes that made room in a full buffer part (lodge.c lodge_write())
  * and @round_buf the KVs their buffer parts held, @absorbed writes that
@@ -214,6 +216,7 @@ struct lodge {
 	struct lodge_pcpu __percpu *st;
 	u64			recovery_ns;
 	u64			replayed;
+	u32			recovery_threads;	/* the most one step ran */
 };
 
 #define lodge_stat_inc(t, f)	this_cpu_inc((t)->st->f)
@@ -248,7 +251,7 @@ struct lodge_key *lodge_key_new(const u8 *k, u32 len, gfp_t gfp);
 s64 lodge_sum_keys(struct lodge *t);
 extern unsigned int lodge_leaf_bytes, lodge_node_slots, lodge_t_node;
 extern unsigned int lodge_t_split, lodge_hot_t, lodge_log_kb;
-extern unsigned int lodge_log_max;
+extern unsigned int lodge_log_max, lodge_recovery_threads;
 extern bool lodge_multi_split;
 
 /* pvl.c */

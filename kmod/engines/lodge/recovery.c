@@ -2,56 +2,123 @@
 /*
  * Open (the paper has no recovery; this is ours, README "Recovery"):
  *  1. walk the leaf list from the head (next[use]), checking every offset
- *     before it is read; with a trace, mark each leaf and its blobs. The
- *     fence of a leaf is the one it stores (its split key: the exact
- *     range its ts speaks for);
- *  2. read every log the directory names, record by record until one
- *     fails its version or crc;
- *  3. sort the records by key, then sequence; per key only the newest
- *     matters, and only when it is newer than the ts of the leaf whose
- *     range holds the key: it goes back into the buffer part and counts
- *     as valid in its log;
- *  4. group the leaves into last-level nodes (half full, the buffered
- *     KVs beside them), build the upper levels;
- *  5. logs left with no valid record are unnamed (directory slot
+ *     before it is read; with a trace, mark each leaf. A pointer chase,
+ *     so one CPU: it only collects the offsets;
+ *  2. parse the leaves (parallel, runs of the list): bitmap, key
+ *     lengths, with a trace mark their blobs and fence blobs. The fence
+ *     of a leaf is the one it stores (its split key: the exact range its
+ *     ts speaks for); fences must ascend along the list;
+ *  3. read every log the directory names (parallel, runs of directory
+ *     slots), record by record until one fails its version or crc, and
+ *     find the leaf whose range holds each record's key; list the logs
+ *     by version;
+ *  4. gather the records by leaf (a counting sort); per leaf (parallel,
+ *     runs of leaves holding equal shares of the records) sort them by
+ *     key, then sequence: per key only the newest matters, and only when
+ *     it is newer than the leaf's ts: it goes back into the buffer part
+ *     and counts as valid in its log;
+ *  5. group the leaves into last-level nodes (half full, the buffered
+ *     KVs beside them; the grouping is one pass, filling the nodes is
+ *     parallel), build the upper levels;
+ *  6. logs left with no valid record are unnamed (directory slot
  *     cleared) and freed (by the trace when there is one); the others
  *     stay sealed. Sequences go on above everything seen.
  * Nothing is allocated from the pool here.
+ *
+ * Workers: as ccl and pfart, one per CPU the attach allows (rc->threads,
+ * at most RWORKERS_MAX), fewer when a step has little to do (STEP_*: a
+ * hand-off costs more than a few items); lodge_recovery_threads, when
+ * set, replaces that rule (capped only by the items), so that the tests
+ * split every step. The result does not depend on the workers or on
+ * their timing: each step's items are cut into runs in their serial
+ * order, a worker writes only its own items and its own struct rwork,
+ * sums are added up afterwards, the records of a leaf are sorted by
+ * (key, sequence, offset), a total order, so which record wins a key is
+ * decided by the records alone, and a failure is reported as the serial
+ * code would have met it first (the lowest item that failed). The
+ * allocator's marks may run concurrently (pmidx_alloc_mark()); two
+ * claims of one object fail one of them whatever the order, which is
+ * all the trace needs.
  */
-#include <linux/errno.h>
+#include <linux/cache.h>
 #include <linux/crc32c.h>
+#include <linux/errno.h>
+#include <linux/ktime.h>
+#include <linux/prefetch.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/vmalloc.h>
 #include "core/blob.h"
+#include "core/parallel.h"
 #include "core/pmem.h"
 #include "lodge.h"
+
+#define RWORKERS_MAX	64
+
+/* Fewest items per worker in each step (unless lodge_recovery_threads) */
+#define STEP_LEAVES	128
+#define STEP_LOGS	4
+#define STEP_RECS	1024
+#define STEP_NODES	32
 
 struct rrec {
 	u64			seq;
 	u64			off;
-	const u8		*k;
-	u32			klen, vlen;
-	u8			flags;
+	const u8		*k;	/* in the log; the value follows */
 	struct lodge_vlog	*v;
+	struct lodge_key	*key;	/* a winner's copy, until a node has it */
+	u32			klen, vlen;
+	u32			leaf;	/* the leaf whose range holds the key */
+	u8			flags;
+	bool			in;	/* a winner: its key is in the leaf */
 };
 
 struct rleaf {
 	u64			off;
 	u64			ts;
 	u32			cnt;
-	struct lodge_key	*fence;
+	u32			nbuf;	/* winners: its first records (step 4) */
+	struct lodge_key	*fence;	/* until its node takes it over */
+};
+
+/*
+ * One worker's share of a step: what it found (records, logs, sums) and
+ * its first failure, by item (leaf, directory slot or node).
+ */
+struct rwork {
+	struct rrec		*rv;
+	size_t			nr, capr;
+	struct list_head	logs;
+	s64			keys;
+	u64			maxseq, replayed;
+	size_t			fail_at;
+	int			err;
+	const char		*why;
+	/* written per item: a line apart from the next worker's fields */
+	u8			gap[SMP_CACHE_BYTES];
 };
 
 struct rstate {
 	struct lodge		*t;
 	bool			trace;
+	bool			forced;		/* lodge_recovery_threads set */
+	unsigned int		workers;	/* allowed */
+	unsigned int		used;		/* the most one step ran */
+	unsigned int		nw;		/* this step's */
 	struct rleaf		*lv;
 	size_t			nl, capl;
-	struct rrec		*rv;
-	size_t			nr, capr;
-	s64			keys;
-	u64			maxseq;
+	u64			*fpfx;		/* leaf i's fence's key_pfx() */
+	u32			*named;		/* directory slots naming a log */
+	size_t			nnamed;
+	struct rrec		*rv;		/* every record, by leaf */
+	size_t			nr;
+	size_t			*lstart;	/* leaf i: rv[lstart[i]..lstart[i+1]) */
+	size_t			*gfirst;	/* node g: leaves gfirst[g]..gfirst[g+1]-1 */
+	struct lodge_lin	**lins;
+	size_t			nlin;
 	const char		*why;
+	struct rwork		wk[RWORKERS_MAX];
 };
 
 static int grow(void **p, size_t *cap, size_t n, size_t sz)
@@ -76,6 +143,58 @@ static int bad(struct rstate *rs, const char *why)
 	rs->why = why;
 	pr_warn("pmidx: lodge index %s: %s\n", rs->t->idx->name, why);
 	return -EUCLEAN;
+}
+
+/* A worker's failure at item @at; @why for a corrupt image only. */
+static int wfail(struct rwork *wk, size_t at, int err, const char *why)
+{
+	wk->fail_at = at;
+	wk->err = err;
+	wk->why = why;
+	return err;
+}
+
+/* The workers for a step of @items (see the top of this file). */
+static unsigned int step_workers(struct rstate *rs, size_t items, size_t per)
+{
+	if (rs->forced)
+		return clamp_t(size_t, items, 1, rs->workers);
+	return clamp_t(size_t, items / per, 1, rs->workers);
+}
+
+/* Worker @w's run of @n items: [*lo, *hi). */
+static void step_run(struct rstate *rs, unsigned int w, size_t n, size_t *lo,
+		     size_t *hi)
+{
+	*lo = n * w / rs->nw;
+	*hi = n * (w + 1) / rs->nw;
+}
+
+/*
+ * Run @fn on the step's workers. Return: the failure the serial order
+ * meets first, whichever worker found it and whenever.
+ */
+static int run_step(struct rstate *rs, size_t items, size_t per,
+		    int (*fn)(void *arg, unsigned int w))
+{
+	struct rwork *f = NULL;
+	unsigned int w;
+	int ret;
+
+	rs->nw = step_workers(rs, items, per);
+	rs->used = max(rs->used, rs->nw);
+	for (w = 0; w < rs->nw; w++) {
+		rs->wk[w].fail_at = SIZE_MAX;
+		rs->wk[w].err = 0;
+		rs->wk[w].why = NULL;
+	}
+	ret = pmidx_run_parallel(rs->nw, fn, rs);
+	for (w = 0; w < rs->nw; w++)
+		if (rs->wk[w].err && (!f || rs->wk[w].fail_at < f->fail_at))
+			f = &rs->wk[w];
+	if (!f)
+		return ret;	/* 0, or no worker could start */
+	return f->why ? bad(rs, f->why) : f->err;
 }
 
 /*
@@ -111,74 +230,119 @@ static bool blob_ok(struct rstate *rs, u64 off)
 				 sizeof(struct pmidx_blob) + len);
 }
 
-static int walk_leaves(struct rstate *rs)
+/* Step 1: the offsets, in list order. */
+static int walk_list(struct rstate *rs)
 {
 	struct lodge *t = rs->t;
-	u64 off = t->head, max = t->pm->size / t->leaf_size, bits, kind, vind;
-	struct lodge_leaf *l;
-	const u8 *mk, *k;
-	u32 mlen, len;
-	int s, ret;
+	u64 off = t->head, max = t->pm->size / t->leaf_size;
+	int ret;
 
 	while (off) {
 		if (rs->nl >= max || !claim(rs, off, t->leaf_size))
 			return bad(rs, "bad leaf offset (or named twice)");
-		l = lodge_leaf_ptr(t, off);
-		bits = le64_to_cpu(l->bitmap);
-		if (bits & ~(lodge_bitmap_mask(t) | LODGE_USE_BIT))
-			return bad(rs, "leaf bitmap beyond its slots");
-		bits &= lodge_bitmap_mask(t);
-		kind = le64_to_cpu(l->kind);
-		vind = le64_to_cpu(l->vind);
-		mk = NULL;
-		mlen = 0;
-		for (; bits; bits &= bits - 1) {
-			s = __ffs64(bits);
-			if (kind & BIT_ULL(s)) {
-				u64 b = le64_to_cpu(l->slot[s].key);
-
-				if (!blob_ok(rs, b))
-					return bad(rs, "bad key blob");
-			}
-			if (vind & BIT_ULL(s)) {
-				u64 b = le64_to_cpu(l->slot[s].val);
-
-				if (!blob_ok(rs, b))
-					return bad(rs, "bad value blob");
-			}
-			k = lodge_slot_key(t, l, s, &len);
-			if (!len || len > PMIDX_KEY_MAX)
-				return bad(rs, "bad key length");
-			if (!mk || pmidx_key_cmp(k, len, mk, mlen) < 0) {
-				mk = k;
-				mlen = len;
-			}
-		}
 		ret = grow((void **)&rs->lv, &rs->capl, rs->nl, sizeof(*rs->lv));
 		if (ret)
 			return ret;
-		rs->lv[rs->nl] = (struct rleaf){ .off = off,
-			.ts = le64_to_cpu(l->ts) & LODGE_TS_MASK,
-			.cnt = hweight64(le64_to_cpu(l->bitmap) &
-					 lodge_bitmap_mask(t)) };
-		len = le64_to_cpu(l->flen);
-		if (len > 8 && !blob_ok(rs, le64_to_cpu(l->fence)))
-			return bad(rs, "bad fence blob");
-		k = lodge_leaf_fence(t, l, &len);
-		if (!rs->nl != !k || len > PMIDX_KEY_MAX ||
-		    (mk && k && pmidx_key_cmp(k, len, mk, mlen) > 0))
-			return bad(rs, "bad leaf fence");
-		if (k) {
-			rs->lv[rs->nl].fence = lodge_key_new(k, len, GFP_KERNEL);
-			if (!rs->lv[rs->nl].fence)
-				return -ENOMEM;
-		}
-		rs->keys += rs->lv[rs->nl].cnt;
-		rs->maxseq = max(rs->maxseq, rs->lv[rs->nl].ts);
-		rs->nl++;
-		off = lodge_leaf_next(l);
+		rs->lv[rs->nl++] = (struct rleaf){ .off = off };
+		off = lodge_leaf_next(lodge_leaf_ptr(t, off));
+		if (!(rs->nl % 1024))
+			cond_resched();
 	}
+	/* the root names its head leaf only once it is durable */
+	if (!rs->nl)
+		return bad(rs, "no head leaf");
 	return 0;
+}
+
+/*
+ * A key's first 8 bytes, zero padded, big-endian: a lower prefix is a
+ * lower key (a padding zero sorts as a shorter key does), an equal one
+ * decides nothing. Routing a record compares these, not the fences'
+ * bytes behind one pointer each (step 3's cost was those misses).
+ */
+static u64 key_pfx(const u8 *k, u32 len)
+{
+	__be64 b = 0;
+
+	memcpy(&b, k, min_t(u32, len, 8));
+	return be64_to_cpu(b);
+}
+
+/* Step 2 for leaf @i. */
+static int parse_leaf(struct rstate *rs, struct rwork *wk, size_t i)
+{
+	struct lodge *t = rs->t;
+	struct rleaf *lf = &rs->lv[i];
+	struct lodge_leaf *l = lodge_leaf_ptr(t, lf->off);
+	u64 bits = le64_to_cpu(l->bitmap), kind, vind;
+	const u8 *mk = NULL, *k;
+	u32 mlen = 0, len;
+	int s;
+
+	if (bits & ~(lodge_bitmap_mask(t) | LODGE_USE_BIT))
+		return wfail(wk, i, -EUCLEAN, "leaf bitmap beyond its slots");
+	bits &= lodge_bitmap_mask(t);
+	lf->cnt = hweight64(bits);
+	lf->ts = le64_to_cpu(l->ts) & LODGE_TS_MASK;
+	kind = le64_to_cpu(l->kind);
+	vind = le64_to_cpu(l->vind);
+	for (; bits; bits &= bits - 1) {
+		s = __ffs64(bits);
+		if ((kind & BIT_ULL(s)) &&
+		    !blob_ok(rs, le64_to_cpu(l->slot[s].key)))
+			return wfail(wk, i, -EUCLEAN, "bad key blob");
+		if ((vind & BIT_ULL(s)) &&
+		    !blob_ok(rs, le64_to_cpu(l->slot[s].val)))
+			return wfail(wk, i, -EUCLEAN, "bad value blob");
+		k = lodge_slot_key(t, l, s, &len);
+		if (!len || len > PMIDX_KEY_MAX)
+			return wfail(wk, i, -EUCLEAN, "bad key length");
+		if (!mk || pmidx_key_cmp(k, len, mk, mlen) < 0) {
+			mk = k;
+			mlen = len;
+		}
+	}
+	len = le64_to_cpu(l->flen);
+	if (len > 8 && !blob_ok(rs, le64_to_cpu(l->fence)))
+		return wfail(wk, i, -EUCLEAN, "bad fence blob");
+	k = lodge_leaf_fence(t, l, &len);
+	if (!i != !k || len > PMIDX_KEY_MAX ||
+	    (mk && k && pmidx_key_cmp(k, len, mk, mlen) > 0))
+		return wfail(wk, i, -EUCLEAN, "bad leaf fence");
+	if (k) {
+		lf->fence = lodge_key_new(k, len, GFP_KERNEL);
+		if (!lf->fence)
+			return wfail(wk, i, -ENOMEM, NULL);
+		rs->fpfx[i] = key_pfx(k, len);
+	}
+	wk->keys += lf->cnt;
+	wk->maxseq = max(wk->maxseq, lf->ts);
+	return 0;
+}
+
+/*
+ * Step 2 reads each leaf whole, long after the walk read its first line:
+ * ask for the leaves a few places ahead, so that their misses overlap
+ * the parse of this one instead of following it.
+ */
+#define LEAF_AHEAD	4
+
+static int leaves_worker(void *arg, unsigned int w)
+{
+	struct rstate *rs = arg;
+	struct lodge *t = rs->t;
+	size_t i, hi;
+	int ret = 0;
+
+	for (step_run(rs, w, rs->nl, &i, &hi); i < hi && !ret; i++) {
+		if (i + LEAF_AHEAD < hi)
+			prefetch_range(lodge_leaf_ptr(t, rs->lv[i + LEAF_AHEAD].off),
+				       t->leaf_size);
+		ret = parse_leaf(rs, &rs->wk[w], i);
+		if (!(i % 256))
+			cond_resched();
+	}
+	return ret;
 }
 
 /* Fences strictly ascending along the list. */
@@ -193,34 +357,52 @@ static int fix_fences(struct rstate *rs)
 	return 0;
 }
 
-static int read_log(struct rstate *rs, u32 slot, u64 off)
+/* The leaf whose range holds @k (fences only: safe in parallel). */
+static u32 leaf_of(struct rstate *rs, const u8 *k, u32 klen)
+{
+	size_t lo = 1, hi = rs->nl, mid, r = 0;
+	u64 p = key_pfx(k, klen);
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (rs->fpfx[mid] != p ? rs->fpfx[mid] < p :
+		    lodge_kcmp(rs->lv[mid].fence, k, klen) <= 0) {
+			r = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return r;
+}
+
+/* Step 3 for the log in directory slot @slot. */
+static int read_log(struct rstate *rs, struct rwork *wk, u32 slot, u64 off)
 {
 	struct lodge *t = rs->t;
 	struct lodge_vlog *v;
 	struct lodge_log *l;
 	u32 size, pos, rsz, crc, c0;
 	struct lodge_rec *r, h;
+	struct rrec *rr;
 	int ret;
 
 	if (!claim(rs, off, LODGE_LOG_HDR))
-		return bad(rs, "bad log offset (or named twice)");
+		return wfail(wk, slot, -EUCLEAN, "bad log offset (or named twice)");
 	l = pmidx_ptr(t->pm, off);
 	size = le32_to_cpu(l->size);
 	if (le64_to_cpu(l->magic) != LODGE_LOG_MAGIC || size < LODGE_LOG_HDR ||
 	    !pmidx_alloc_valid(&t->pool->alloc, off, size) ||
 	    le64_to_cpu(l->version) > le64_to_cpu(t->root->vhwm))
-		return bad(rs, "bad log header");
+		return wfail(wk, slot, -EUCLEAN, "bad log header");
 	v = kzalloc(sizeof(*v), GFP_KERNEL);
 	if (!v)
-		return -ENOMEM;
+		return wfail(wk, slot, -ENOMEM, NULL);
 	v->off = off;
 	v->version = le64_to_cpu(l->version);
 	v->size = size;
 	v->slot = slot;
-	list_add_tail(&v->node, &t->logs);
-	t->nlogs++;
-	atomic64_add(size, &t->log_bytes_live);
-	set_bit(slot, t->dir_map);
+	list_add_tail(&v->node, &wk->logs);
 	for (pos = LODGE_LOG_HDR; pos + sizeof(h) <= size; pos += rsz) {
 		r = pmidx_ptr(t->pm, off + pos);
 		memcpy(&h, r, sizeof(h));
@@ -236,20 +418,135 @@ static int read_log(struct rstate *rs, u32 slot, u64 off)
 		crc = crc32c(crc, r->data, h.klen + le32_to_cpu(h.vlen));
 		if (crc != c0)
 			break;
-		ret = grow((void **)&rs->rv, &rs->capr, rs->nr, sizeof(*rs->rv));
+		ret = grow((void **)&wk->rv, &wk->capr, wk->nr, sizeof(*wk->rv));
 		if (ret)
-			return ret;
-		rs->rv[rs->nr++] = (struct rrec){
+			return wfail(wk, slot, ret, NULL);
+		rr = &wk->rv[wk->nr++];
+		*rr = (struct rrec){
 			.seq = le64_to_cpu(h.seqfl) & LODGE_TS_MASK,
 			.off = off + pos, .k = r->data, .klen = h.klen,
 			.vlen = le32_to_cpu(h.vlen), .v = v,
+			.leaf = leaf_of(rs, r->data, h.klen),
 			.flags = le64_to_cpu(h.seqfl) >> LODGE_R_FLAGS_SHIFT };
-		rs->maxseq = max(rs->maxseq, rs->rv[rs->nr - 1].seq);
+		wk->maxseq = max(wk->maxseq, rr->seq);
 	}
 	v->used = pos;
 	return 0;
 }
 
+/* Step 3's items: the directory slots that name a log, in order. */
+static int named_logs(struct rstate *rs)
+{
+	u32 i;
+
+	rs->named = kvmalloc_array(LODGE_DIR_SLOTS, sizeof(*rs->named),
+				   GFP_KERNEL);
+	if (!rs->named)
+		return -ENOMEM;
+	for (i = 0; i < LODGE_DIR_SLOTS; i++)
+		if (rs->t->dir->slot[i])
+			rs->named[rs->nnamed++] = i;
+	return 0;
+}
+
+static int logs_worker(void *arg, unsigned int w)
+{
+	struct rstate *rs = arg;
+	size_t i, hi;
+	u32 slot;
+	int ret = 0;
+
+	for (step_run(rs, w, rs->nnamed, &i, &hi); i < hi && !ret; i++) {
+		slot = rs->named[i];
+		ret = read_log(rs, &rs->wk[w], slot,
+			       le64_to_cpu(rs->t->dir->slot[slot]));
+		if (!(i % 64))
+			cond_resched();
+	}
+	return ret;
+}
+
+static int vlog_cmp(const void *a, const void *b)
+{
+	const struct lodge_vlog *x = *(struct lodge_vlog * const *)a;
+	const struct lodge_vlog *y = *(struct lodge_vlog * const *)b;
+
+	return x->version < y->version ? -1 : x->version > y->version;
+}
+
+/*
+ * The logs the workers read go to t->logs, failed or not (teardown frees
+ * what it holds), and are then listed by version as log_new() lists
+ * them: a drain's cut (lodge_log_cut()) counts from the oldest, and the
+ * directory slots, reused lowest first, are in no such order.
+ */
+static int take_logs(struct rstate *rs)
+{
+	struct lodge *t = rs->t;
+	struct lodge_vlog *v, **vs;
+	unsigned int w;
+	size_t n = 0, i;
+
+	for (w = 0; w < rs->nw; w++) {
+		list_for_each_entry(v, &rs->wk[w].logs, node) {
+			set_bit(v->slot, t->dir_map);
+			t->nlogs++;
+			atomic64_add(v->size, &t->log_bytes_live);
+		}
+		list_splice_tail_init(&rs->wk[w].logs, &t->logs);
+	}
+	vs = kvmalloc_array(max_t(u32, t->nlogs, 1), sizeof(*vs), GFP_KERNEL);
+	if (!vs)
+		return -ENOMEM;
+	list_for_each_entry(v, &t->logs, node)
+		vs[n++] = v;
+	sort(vs, n, sizeof(*vs), vlog_cmp, NULL);
+	INIT_LIST_HEAD(&t->logs);
+	for (i = 0; i < n; i++)
+		list_add_tail(&vs[i]->node, &t->logs);
+	kvfree(vs);
+	return 0;
+}
+
+/* Step 4: the workers' records gathered by leaf (counting sort). */
+static int bucket(struct rstate *rs)
+{
+	size_t i, j, n = 0, *cnt;
+	unsigned int w;
+
+	for (w = 0; w < rs->nw; w++)
+		n += rs->wk[w].nr;
+	cnt = kvcalloc(rs->nl + 1, sizeof(*cnt), GFP_KERNEL);
+	rs->rv = kvmalloc_array(max_t(size_t, n, 1), sizeof(*rs->rv),
+				GFP_KERNEL);
+	if (!cnt || !rs->rv) {
+		kvfree(cnt);
+		return -ENOMEM;
+	}
+	for (w = 0; w < rs->nw; w++)
+		for (j = 0; j < rs->wk[w].nr; j++)
+			cnt[rs->wk[w].rv[j].leaf + 1]++;
+	for (i = 0; i < rs->nl; i++)
+		cnt[i + 1] += cnt[i];
+	/* cnt[i]: the next free place of leaf i */
+	for (w = 0; w < rs->nw; w++) {
+		for (j = 0; j < rs->wk[w].nr; j++)
+			rs->rv[cnt[rs->wk[w].rv[j].leaf]++] = rs->wk[w].rv[j];
+		kvfree(rs->wk[w].rv);
+		rs->wk[w].rv = NULL;
+		rs->wk[w].nr = 0;
+		rs->wk[w].capr = 0;
+	}
+	/* shift back: cnt[i] = the first record of leaf i */
+	for (i = rs->nl; i > 0; i--)
+		cnt[i] = cnt[i - 1];
+	cnt[0] = 0;
+	rs->lstart = cnt;
+	rs->nr = n;
+	return 0;
+}
+
+/* Key, then sequence, then place: a total order, so a sort decides alone. */
 static int rrec_cmp(const void *a, const void *b)
 {
 	const struct rrec *x = a, *y = b;
@@ -257,127 +554,142 @@ static int rrec_cmp(const void *a, const void *b)
 
 	if (c)
 		return c;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* heap sort: no recursion, no allocation */
-static void rsort(struct rrec *v, size_t n)
+/*
+ * Step 4 for leaf @i: the newest record per key, when newer than the
+ * leaf, moved to the front of the leaf's records (key order), with its
+ * key copied and counted in its log.
+ */
+static int pick_leaf(struct rstate *rs, struct rwork *wk, size_t i)
 {
-	size_t i, c, r, end;
-	struct rrec tmp;
+	struct lodge *t = rs->t;
+	struct rleaf *lf = &rs->lv[i];
+	struct lodge_leaf *l = lodge_leaf_ptr(t, lf->off);
+	struct rrec *r = rs->rv + rs->lstart[i], *b;
+	size_t n = rs->lstart[i + 1] - rs->lstart[i], j;
 
-	for (i = n / 2; i-- > 0;) {
-		for (r = i; (c = 2 * r + 1) < n; r = c) {
-			if (c + 1 < n && rrec_cmp(&v[c], &v[c + 1]) < 0)
-				c++;
-			if (rrec_cmp(&v[r], &v[c]) >= 0)
-				break;
-			tmp = v[r]; v[r] = v[c]; v[c] = tmp;
-		}
+	sort(r, n, sizeof(*r), rrec_cmp, NULL);
+	for (j = 0; j < n; j++) {
+		if (j + 1 < n && !pmidx_key_cmp(r[j].k, r[j].klen,
+						r[j + 1].k, r[j + 1].klen))
+			continue;
+		if (r[j].seq <= lf->ts)
+			continue;
+		/* only records before j are overwritten: all looked at */
+		b = &r[lf->nbuf++];
+		*b = r[j];
+		b->in = lodge_leaf_find(t, l, b->k, b->klen) >= 0;
+		b->key = lodge_key_new(b->k, b->klen, GFP_KERNEL);
+		if (!b->key)
+			return wfail(wk, i, -ENOMEM, NULL);
+		atomic_inc(&b->v->valid);
+		if (b->flags & LODGE_R_TOMB)
+			wk->keys -= b->in;
+		else
+			wk->keys += !b->in;
+		wk->replayed++;
 	}
-	for (end = n; end-- > 1;) {
-		tmp = v[0]; v[0] = v[end]; v[end] = tmp;
-		for (r = 0; (c = 2 * r + 1) < end; r = c) {
-			if (c + 1 < end && rrec_cmp(&v[c], &v[c + 1]) < 0)
-				c++;
-			if (rrec_cmp(&v[r], &v[c]) >= 0)
-				break;
-			tmp = v[r]; v[r] = v[c]; v[c] = tmp;
-		}
-	}
+	return 0;
 }
 
-/* The leaf whose range holds @k. */
-static size_t leaf_of(struct rstate *rs, const u8 *k, u32 klen)
+/* Runs of leaves holding equal shares of the records, not of the leaves. */
+static size_t leaf_at(struct rstate *rs, size_t rec)
 {
-	size_t lo = 1, hi = rs->nl, mid, r = 0;
+	size_t lo = 0, hi = rs->nl, mid;
 
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		if (lodge_kcmp(rs->lv[mid].fence, k, klen) <= 0) {
-			r = mid;
+		if (rs->lstart[mid] < rec)
 			lo = mid + 1;
-		} else {
+		else
 			hi = mid;
-		}
 	}
-	return r;
+	return lo;
 }
 
-/* Steps 3 and 4: the live records into nodes built over the leaves. */
-static int build(struct rstate *rs)
+static int pick_worker(void *arg, unsigned int w)
+{
+	struct rstate *rs = arg;
+	size_t i, hi, rlo, rhi;
+	int ret = 0;
+
+	step_run(rs, w, rs->nr, &rlo, &rhi);
+	i = w ? leaf_at(rs, rlo) : 0;
+	hi = w + 1 < rs->nw ? leaf_at(rs, rhi) : rs->nl;
+	for (; i < hi && !ret; i++) {
+		ret = pick_leaf(rs, &rs->wk[w], i);
+		if (!(i % 256))
+			cond_resched();
+	}
+	return ret;
+}
+
+/* Step 5, serial: which leaves each node gets. */
+static int group(struct rstate *rs)
 {
 	struct lodge *t = rs->t;
-	struct lodge_lin **lins;
-	size_t i, j, k, r = 0, nlin = 0, *pend, np = 0;
-	int ret = -ENOMEM;
+	size_t i, j, nb, want = max_t(u32, 1, t->cap / 2);
 
-	/* the newest record per key, when newer than its leaf */
-	pend = kvmalloc_array(rs->nr + 1, sizeof(*pend), GFP_KERNEL);
-	lins = kvcalloc(rs->nl, sizeof(*lins), GFP_KERNEL);
-	if (!pend || !lins)
-		goto out;
-	for (i = 0; i < rs->nr; i++) {
-		if (i + 1 < rs->nr && !pmidx_key_cmp(rs->rv[i].k, rs->rv[i].klen,
-						     rs->rv[i + 1].k,
-						     rs->rv[i + 1].klen))
-			continue;
-		if (rs->rv[i].seq <= rs->lv[leaf_of(rs, rs->rv[i].k,
-						    rs->rv[i].klen)].ts)
-			continue;
-		pend[np++] = i;
-	}
-	t->replayed = np;
+	rs->gfirst = kvmalloc_array(rs->nl + 1, sizeof(*rs->gfirst),
+				    GFP_KERNEL);
+	if (!rs->gfirst)
+		return -ENOMEM;
 	for (i = 0; i < rs->nl; i = j) {
-		struct lodge_lin *x;
-		size_t nb = 0, cap, want = max_t(u32, 1, t->cap / 2);
-
-		/* leaves [i, j) and their records [r, r + nb) */
-		for (j = i; j < rs->nl && j - i < want; j++) {
-			size_t e = r + nb;
-
-			while (e < np && leaf_of(rs, rs->rv[pend[e]].k,
-						 rs->rv[pend[e]].klen) == j)
-				e++;
-			if (j > i && (j - i) + 1 + (e - r) + 1 > LODGE_CAP_MAX)
+		for (nb = 0, j = i; j < rs->nl && j - i < want; j++) {
+			if (j > i && (j - i) + 1 + nb + rs->lv[j].nbuf + 1 >
+				     LODGE_CAP_MAX)
 				break;
-			nb = e - r;
+			nb += rs->lv[j].nbuf;
 		}
-		cap = max_t(size_t, t->cap, (j - i) + nb + 1);
-		if (cap > LODGE_CAP_MAX) {
-			ret = bad(rs, "too many buffered writes for one leaf");
-			goto out;
-		}
-		x = lodge_lin_alloc(t, cap, GFP_KERNEL);
-		if (!x)
-			goto out;
-		lins[nlin++] = x;
-		x->nidx = j - i;
-		for (k = 0; k < x->nidx; k++) {
-			struct lodge_key *f = rs->lv[i + k].fence, *c = NULL;
+		if ((j - i) + nb + 1 > LODGE_CAP_MAX)
+			return bad(rs, "too many buffered writes for one leaf");
+		rs->gfirst[rs->nlin++] = i;
+	}
+	rs->gfirst[rs->nlin] = rs->nl;
+	rs->lins = kvcalloc(rs->nlin, sizeof(*rs->lins), GFP_KERNEL);
+	return rs->lins ? 0 : -ENOMEM;
+}
 
-			x->slot[k].w = rs->lv[i + k].off;
-			x->leaf_count[k] = rs->lv[i + k].cnt;
-			if (f) {
-				c = lodge_key_new(f->b, f->len, GFP_KERNEL);
-				if (!c)
-					goto out;
-			}
-			if (k)
-				x->slot[k].key = c;
-			else
-				x->lo = c;
-		}
-		for (; nb; nb--, r++) {
-			struct rrec *rr = &rs->rv[pend[r]];
-			unsigned int li = leaf_of(rs, rr->k, rr->klen) - i;
-			struct lodge_slot *b = &x->slot[x->nidx + x->nbuf];
-			struct lodge_leaf *l = lodge_leaf_ptr(t, x->slot[li].w);
-			bool in = lodge_leaf_find(t, l, rr->k, rr->klen) >= 0;
+/* Step 5 for node @g: its leaves' fences and their winners. */
+static int fill_node(struct rstate *rs, struct rwork *wk, size_t g)
+{
+	struct lodge *t = rs->t;
+	size_t i = rs->gfirst[g], e = rs->gfirst[g + 1], nb = 0, k, j;
+	struct lodge_lin *x;
+	struct rrec *rr;
 
-			b->key = lodge_key_new(rr->k, rr->klen, GFP_KERNEL);
-			if (!b->key)
-				goto out;
+	for (k = i; k < e; k++)
+		nb += rs->lv[k].nbuf;
+	x = lodge_lin_alloc(t, max_t(size_t, t->cap, (e - i) + nb + 1),
+			    GFP_KERNEL);
+	if (!x)
+		return wfail(wk, g, -ENOMEM, NULL);
+	rs->lins[g] = x;
+	x->nidx = e - i;
+	for (k = 0; k < x->nidx; k++) {
+		struct rleaf *lf = &rs->lv[i + k];
+
+		x->slot[k].w = lf->off;
+		x->leaf_count[k] = lf->cnt;
+		/* the node owns the fence from here on */
+		if (k)
+			x->slot[k].key = lf->fence;
+		else
+			x->lo = lf->fence;
+		lf->fence = NULL;
+	}
+	for (k = 0; k < x->nidx; k++) {
+		rr = rs->rv + rs->lstart[i + k];
+		for (j = 0; j < rs->lv[i + k].nbuf; j++, rr++) {
+			unsigned int s = x->nidx + x->nbuf++;
+			struct lodge_slot *b = &x->slot[s];
+
+			b->key = rr->key;
+			rr->key = NULL;
 			b->w = 0;
 			if (rr->vlen <= 8)
 				memcpy(&b->w, rr->k + rr->klen, rr->vlen);
@@ -385,35 +697,56 @@ static int build(struct rstate *rs)
 			b->seq = rr->seq;
 			b->vlen = rr->vlen;
 			b->flags = rr->flags & LODGE_R_TOMB ? LODGE_B_TOMB : 0;
-			x->buf_ver[x->nidx + x->nbuf] = rr->v;
-			x->leaf_count[x->nidx + x->nbuf] = li;
-			x->nbuf++;
-			atomic_inc(&rr->v->valid);
-			if (b->flags)
-				rs->keys -= in;
-			else
-				rs->keys += !in;
+			x->buf_ver[s] = rr->v;
+			x->leaf_count[s] = k;
 		}
 	}
-	for (i = 1; i < nlin; i++) {
-		lins[i - 1]->hi = lodge_key_new(lins[i]->lo->b, lins[i]->lo->len,
-						GFP_KERNEL);
-		if (!lins[i - 1]->hi)
-			goto out;
+	return 0;
+}
+
+static int nodes_worker(void *arg, unsigned int w)
+{
+	struct rstate *rs = arg;
+	size_t g, hi;
+	int ret = 0;
+
+	for (step_run(rs, w, rs->nlin, &g, &hi); g < hi && !ret; g++) {
+		ret = fill_node(rs, &rs->wk[w], g);
+		if (!(g % 64))
+			cond_resched();
 	}
-	ret = lodge_build(t, lins, nlin);
-out:
-	if (ret) {
-		for (i = 0; i < nlin; i++)
-			lodge_lin_free(lins[i], true);
-	}
-	kvfree(lins);
-	kvfree(pend);
 	return ret;
 }
 
-/* Step 5: with a trace, only the logs kept are marked (the rest go) */
-static int settle_logs(struct rstate *rs)
+/* Step 5: the nodes, then the levels above them. */
+static int build(struct rstate *rs)
+{
+	struct lodge *t = rs->t;
+	size_t g;
+	int ret;
+
+	ret = group(rs);
+	if (!ret)
+		ret = run_step(rs, rs->nlin, STEP_NODES, nodes_worker);
+	for (g = 1; !ret && g < rs->nlin; g++) {
+		rs->lins[g - 1]->hi = lodge_key_new(rs->lins[g]->lo->b,
+						    rs->lins[g]->lo->len,
+						    GFP_KERNEL);
+		if (!rs->lins[g - 1]->hi)
+			ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = lodge_build(t, rs->lins, rs->nlin);
+	if (ret && rs->lins) {
+		for (g = 0; g < rs->nlin; g++)
+			if (rs->lins[g])
+				lodge_lin_free(rs->lins[g], true);
+	}
+	return ret;
+}
+
+/* Step 6: with a trace, only the logs kept are marked (the rest go) */
+static void settle_logs(struct rstate *rs)
 {
 	struct lodge *t = rs->t;
 	struct lodge_vlog *v, *n;
@@ -434,66 +767,137 @@ static int settle_logs(struct rstate *rs)
 		pmidx_free(&t->pool->alloc, v->off);
 		kfree(v);
 	}
+}
+
+static int recover(struct rstate *rs)
+{
+	u64 ns[7];
+	int ret, err;
+
+	ns[0] = ktime_get_ns();
+	ret = walk_list(rs);
+	if (ret)
+		return ret;
+	ns[1] = ktime_get_ns();
+	rs->fpfx = kvmalloc_array(rs->nl, sizeof(*rs->fpfx), GFP_KERNEL);
+	if (!rs->fpfx)
+		return -ENOMEM;
+	ret = run_step(rs, rs->nl, STEP_LEAVES, leaves_worker) ?:
+	      fix_fences(rs) ?: named_logs(rs);
+	if (ret)
+		return ret;
+	ns[2] = ktime_get_ns();
+	ret = run_step(rs, rs->nnamed, STEP_LOGS, logs_worker);
+	/* even after a failure: teardown frees what t->logs holds */
+	err = take_logs(rs);
+	ret = ret ?: err;
+	if (ret)
+		return ret;
+	ns[3] = ktime_get_ns();
+	ret = bucket(rs) ?: run_step(rs, rs->nr, STEP_RECS, pick_worker);
+	if (ret)
+		return ret;
+	ns[4] = ktime_get_ns();
+	ret = build(rs);
+	if (ret)
+		return ret;
+	ns[5] = ktime_get_ns();
+	settle_logs(rs);
+	ns[6] = ktime_get_ns();
+	/* where the time goes, step by step (README "Recovery") */
+	pr_debug("pmidx: lodge index %s: recovery steps 1-6: %llu %llu %llu %llu %llu %llu us; %zu leaves, %zu logs, %zu records, %u workers\n",
+		 rs->t->idx->name, (ns[1] - ns[0]) / 1000,
+		 (ns[2] - ns[1]) / 1000, (ns[3] - ns[2]) / 1000,
+		 (ns[4] - ns[3]) / 1000, (ns[5] - ns[4]) / 1000,
+		 (ns[6] - ns[5]) / 1000, rs->nl, rs->nnamed, rs->nr, rs->used);
 	return 0;
+}
+
+static void rstate_free(struct rstate *rs)
+{
+	size_t i, j;
+
+	for (i = 0; i < rs->nl; i++) {
+		kfree(rs->lv[i].fence);
+		for (j = 0; rs->lstart && j < rs->lv[i].nbuf; j++)
+			kfree(rs->rv[rs->lstart[i] + j].key);
+	}
+	for (i = 0; i < RWORKERS_MAX; i++)
+		kvfree(rs->wk[i].rv);
+	kvfree(rs->lv);
+	kvfree(rs->fpfx);
+	kvfree(rs->named);
+	kvfree(rs->rv);
+	kvfree(rs->lstart);
+	kvfree(rs->gfirst);
+	kvfree(rs->lins);
+	kvfree(rs);
 }
 
 int lodge_recover(struct lodge *t, const struct pmidx_recover *rc)
 {
 	struct lodge_root *r = t->root;
-	struct rstate rs = { .t = t, .trace = !rc->clean };
-	u64 dir;
-	u32 i, ls;
+	unsigned int i, forced = READ_ONCE(lodge_recovery_threads);
+	struct rstate *rs;
+	s64 keys = 0;
+	u64 maxseq = 0, dir;
+	u32 ls;
 	int ret;
 
 	if (!r->magic)
 		return 0;
+	rs = kvzalloc(sizeof(*rs), GFP_KERNEL);
+	if (!rs)
+		return -ENOMEM;
+	rs->t = t;
+	rs->trace = !rc->clean;
+	rs->forced = forced;
+	rs->workers = clamp_t(unsigned int, forced ?: rc->threads, 1,
+			      RWORKERS_MAX);
+	for (i = 0; i < RWORKERS_MAX; i++)
+		INIT_LIST_HEAD(&rs->wk[i].logs);
 	ls = le32_to_cpu(r->leaf_size);
 	/*
 	 * The magic is stored after the head leaf is durable and the head is
 	 * never unlinked (lodge.c tree_init()), so a root without a head is
-	 * corrupt. Let through, it would leave no leaf: build() judges each
-	 * replayed record against the ts of leaf 0 that rs.lv does not hold,
-	 * and lodge_build() takes the top node from an empty level.
+	 * corrupt (let through, the walk would find no leaf and
+	 * lodge_build() would take the top node from an empty level).
 	 */
 	if (le64_to_cpu(r->magic) != LODGE_ROOT_MAGIC ||
 	    le32_to_cpu(r->version) != LODGE_FORMAT_VERSION ||
-	    (ls != 256 && ls != 512 && ls != 1024) || !r->head)
-		return bad(&rs, "bad root");
+	    (ls != 256 && ls != 512 && ls != 1024) || !r->head) {
+		ret = bad(rs, "bad root");
+		goto out;
+	}
 	t->leaf_size = ls;
 	t->slots = (ls - LODGE_LEAF_HDR) / 16;
 	t->head = le64_to_cpu(r->head);
 	dir = le64_to_cpu(r->dir);
-	if (!claim(&rs, dir, LODGE_DIR_SIZE))
-		return bad(&rs, "bad log directory offset");
+	if (!claim(rs, dir, LODGE_DIR_SIZE)) {
+		ret = bad(rs, "bad log directory offset");
+		goto out;
+	}
 	t->dir = pmidx_ptr(t->pm, dir);
 	if (le64_to_cpu(t->dir->magic) != LODGE_DIR_MAGIC ||
-	    le32_to_cpu(t->dir->nslots) != LODGE_DIR_SLOTS)
-		return bad(&rs, "bad log directory");
-	ret = walk_leaves(&rs);
-	if (!ret)
-		ret = fix_fences(&rs);
-	for (i = 0; !ret && i < LODGE_DIR_SLOTS; i++) {
-		u64 off = le64_to_cpu(t->dir->slot[i]);
-
-		if (off)
-			ret = read_log(&rs, i, off);
+	    le32_to_cpu(t->dir->nslots) != LODGE_DIR_SLOTS) {
+		ret = bad(rs, "bad log directory");
+		goto out;
 	}
-	if (!ret) {
-		rsort(rs.rv, rs.nr);
-		ret = build(&rs);
+	ret = recover(rs);
+	if (ret)
+		goto out;
+	for (i = 0; i < RWORKERS_MAX; i++) {
+		keys += rs->wk[i].keys;
+		maxseq = max(maxseq, rs->wk[i].maxseq);
+		t->replayed += rs->wk[i].replayed;
 	}
-	if (!ret)
-		ret = settle_logs(&rs);
-	if (!ret) {
-		atomic64_set(&t->seq, rs.maxseq);
-		t->next_ver = le64_to_cpu(r->vhwm) + 1;
-		atomic64_set(&t->nleaves, rs.nl);
-		this_cpu_add(t->st->keys, rs.keys);
-		t->ready = true;
-	}
-	for (i = 0; i < rs.nl; i++)
-		kfree(rs.lv[i].fence);
-	kvfree(rs.lv);
-	kvfree(rs.rv);
+	atomic64_set(&t->seq, maxseq);
+	t->next_ver = le64_to_cpu(r->vhwm) + 1;
+	atomic64_set(&t->nleaves, rs->nl);
+	this_cpu_add(t->st->keys, keys);
+	t->recovery_threads = rs->used;
+	t->ready = true;
+out:
+	rstate_free(rs);
 	return ret;
 }

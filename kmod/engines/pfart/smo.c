@@ -614,18 +614,26 @@ static int collapse(struct pfart *t, const struct pfart_step *s)
 	nk = !!n->end;
 	kids[0] = le64_to_cpu(n->end);
 	nk += pfart_inner_entries(n, sc->keys, kids + nk);
+	/*
+	 * Every delete that prunes comes here for the node above its array:
+	 * stop at the first child that rules it out, and read the children's
+	 * headers in pmem only when the metadata allows a collapse (a miss
+	 * apiece, for up to 256 children).
+	 */
 	for (i = 0; i < nk; i++) {
 		struct pfart_meta *m = pfart_meta_of(t, kids[i]);
 
-		if (type_of(t, kids[i]) != PFART_LEAF || !m ||
-		    READ_ONCE(m->media_bad))
+		if (!m || READ_ONCE(m->media_bad))
 			return 0;	/* poison: only a put rewrites it */
 		bytes += READ_ONCE(m->live);
 		recs += READ_ONCE(m->n);
+		if (bytes * 2 > pfart_data_size(t->max_class) ||
+		    recs * 2 > pfart_cap(t->max_class))
+			return 0;
 	}
-	if (bytes * 2 > pfart_data_size(t->max_class) ||
-	    recs * 2 > pfart_cap(t->max_class))
-		return 0;
+	for (i = 0; i < nk; i++)
+		if (type_of(t, kids[i]) != PFART_LEAF)
+			return 0;
 	if (!lock_parent(t, s))
 		return -EUCLEAN;
 	if (!pfart_lock(t, pfart_lk(n))) {

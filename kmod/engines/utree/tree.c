@@ -282,6 +282,43 @@ u64 ut_tree_get(struct utree *t, const struct ut_skey *k)
 	}
 }
 
+/*
+ * Where the walk to the left of @leaf (version @v) may start: its @left
+ * while ut_tree.refill has not moved (struct ut_leaf), else NULL, the
+ * walk then starting at @leaf->prev. *@seq: refill, read first.
+ */
+static struct ut_leaf *left_hint(struct utree *t, struct ut_leaf *leaf,
+				 u64 v, u64 *seq)
+{
+	struct ut_leaf *p;
+
+	*seq = atomic64_read_acquire(&t->tree.refill);
+	p = READ_ONCE(leaf->left);
+	if (!p || READ_ONCE(leaf->left_seq) != *seq)
+		return NULL;
+	/* @left and @left_seq are one pair: written together under the lock */
+	return ver_check(&leaf->h.version, v) ? p : NULL;
+}
+
+/*
+ * A walk over emptied leaves ended at @p (non-empty, or the first leaf):
+ * save it for the next one, unless @leaf changed since @v (its lock is
+ * taken only if it did not) or a leaf between may have been refilled
+ * meanwhile (@seq old). The only write of a reader, and a rare one.
+ */
+static void left_hint_set(struct utree *t, struct ut_leaf *leaf, u64 v,
+			  struct ut_leaf *p, u64 seq)
+{
+	/* the walk's reads complete before refill is read again */
+	smp_rmb();
+	if (atomic64_read(&t->tree.refill) != seq ||
+	    !ver_upgrade(&leaf->h.version, v))
+		return;
+	WRITE_ONCE(leaf->left, p);
+	WRITE_ONCE(leaf->left_seq, seq);
+	ver_unlock(&leaf->h.version);
+}
+
 /**
  * ut_tree_find - optimistic_get() of the paper: node of @k and its
  *                predecessor
@@ -293,10 +330,10 @@ u64 ut_tree_get(struct utree *t, const struct ut_skey *k)
  */
 u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 {
-	struct ut_leaf *leaf, *l, *p;
-	unsigned int n, pos, c;
-	u64 v, pv, cur, e;
-	bool eq;
+	struct ut_leaf *leaf, *l, *p, *hint;
+	unsigned int n, pos, c, steps;
+	u64 v, pv, cur, e, seq;
+	bool eq, jump;
 
 	for (;;) {
 		leaf = descend(t, k, &v);
@@ -313,20 +350,33 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 			return cur;
 		}
 		/* first of its leaf: last key of the nearest non-empty left leaf */
-		for (l = leaf;; l = p) {
-			p = READ_ONCE(l->prev);
+		hint = left_hint(t, leaf, v, &seq);
+		for (l = leaf, steps = 0;; l = p, steps++) {
+			jump = l == leaf && hint;
+			p = jump ? hint : READ_ONCE(l->prev);
 			if (!p) {
+				/* all empty to the left: jump to the first leaf */
+				if (steps > 1)
+					left_hint_set(t, leaf, v, l, seq);
 				*pred = 0;
 				return cur;
 			}
 			pv = ver_read(&p->h.version);
 			c = READ_ONCE(p->h.count);
 			e = c && c <= UT_LEAF_CAP ? READ_ONCE(p->ent[c - 1]) : 0;
-			/* a split of @p moves l->prev before it unlocks */
-			if (!ver_check(&p->h.version, pv) ||
-			    READ_ONCE(l->prev) != p || c > UT_LEAF_CAP)
+			if (!ver_check(&p->h.version, pv) || c > UT_LEAF_CAP)
+				goto retry;
+			/*
+			 * A split of @p moves l->prev before it unlocks; a jump
+			 * holds while no leaf between was refilled (and split()
+			 * bumps refill before it moves anything).
+			 */
+			if (jump ? atomic64_read(&t->tree.refill) != seq :
+			    READ_ONCE(l->prev) != p)
 				goto retry;
 			if (c) {
+				if (steps > 1)
+					left_hint_set(t, leaf, v, p, seq);
 				*pred = ut_ent_node(e);
 				return cur;
 			}
@@ -379,6 +429,9 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 			goto out_unlock;
 		}
 		seppfx = l->pfx[m];
+		atomic64_inc(&t->tree.refill);
+		/* the bump before @r can be seen: jumps must see it (left_hint) */
+		smp_mb__after_atomic();
 		r->h.leaf = 1;
 		r->h.count = cnt - m;
 		memcpy(r->pfx, l->pfx + m, (cnt - m) * sizeof(u64));
@@ -453,6 +506,11 @@ static void leaf_insert_locked(struct utree *t, struct ut_leaf *l,
 	if (eq) {
 		WRITE_ONCE(l->ent[pos], ut_ent_make(node, k->len));
 		return;
+	}
+	if (!cnt) {
+		atomic64_inc(&t->tree.refill);
+		/* the bump before the entry: jumps over @l see it (left_hint) */
+		smp_mb__after_atomic();
 	}
 	for (i = cnt; i > pos; i--) {
 		WRITE_ONCE(l->pfx[i], l->pfx[i - 1]);
@@ -808,6 +866,7 @@ int ut_tree_init(struct utree *t)
 	BUILD_BUG_ON(sizeof(struct ut_leaf) > UT_BLOCK);
 	BUILD_BUG_ON(sizeof(struct ut_ikey) + PMIDX_KEY_MAX > UT_BLOCK);
 	spin_lock_init(&t->tree.stash_lock);
+	atomic64_set(&t->tree.refill, 0);
 	l = t_alloc(t, sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;

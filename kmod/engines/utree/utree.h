@@ -112,11 +112,23 @@ struct ut_ikey {
  * leaf to its left (the only one that splits into it). Leaves are never
  * freed while the index is open, so a leaf pointer read in any section
  * stays dereferenceable.
+ *
+ * @left and @left_seq, written under this leaf's lock, read under its
+ * version: when ut_tree.refill was @left_seq, @left was the nearest
+ * non-empty leaf to the left and every leaf between was empty. Only a
+ * split or an insert into an empty leaf can make a leaf between
+ * non-empty, and both bump refill, so while it stays @left_seq the
+ * leaves between are still empty (@left itself may have emptied since:
+ * the walk then goes on from it). Emptied leaves are never removed, so
+ * without it finding the predecessor of the first key of a leaf walks
+ * every emptied leaf to its left: deletes in key order were quadratic.
  */
 struct ut_leaf {
 	struct ut_tnode	h;
 	struct ut_leaf	*next;
 	struct ut_leaf	*prev;
+	struct ut_leaf	*left;
+	u64		left_seq;
 	u64		pfx[UT_LEAF_CAP];
 	u64		ent[UT_LEAF_CAP];
 };
@@ -133,6 +145,8 @@ struct ut_inner {
  * struct ut_tree - the volatile B+-tree
  * @meta:       version lock guarding @root
  * @root:       root node (a leaf while the tree is small)
+ * @refill:     bumped by every leaf split and insert into an empty leaf
+ *              (struct ut_leaf, @left)
  * @stash_lock: protects @stash
  * @stash:      blocks allocated in sleepable context for splits that
  *              run out of atomic memory
@@ -140,6 +154,7 @@ struct ut_inner {
 struct ut_tree {
 	u64			meta;
 	struct ut_tnode		*root;
+	atomic64_t		refill;
 	spinlock_t		stash_lock;
 	unsigned int		nstash;
 	void			*stash[UT_STASH_MAX];

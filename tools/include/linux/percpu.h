@@ -48,6 +48,16 @@ void free_percpu(void __percpu *ptr);
 	__atomic_store_n(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
 #define this_cpu_add_return(pcp, val) \
 	__atomic_add_fetch(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
+#define this_cpu_xchg(pcp, nval) \
+	__atomic_exchange_n(raw_cpu_ptr(&(pcp)), (nval), __ATOMIC_ACQ_REL)
+/* the value found: @oval when @nval was stored */
+#define this_cpu_cmpxchg(pcp, oval, nval) ({				\
+	__typeof__(pcp) __tcc_old = (oval);				\
+	__atomic_compare_exchange_n(raw_cpu_ptr(&(pcp)), &__tcc_old,	\
+				    (nval), false, __ATOMIC_ACQ_REL,	\
+				    __ATOMIC_ACQUIRE);			\
+	__tcc_old;							\
+})
 #define __this_cpu_add(pcp, val)	this_cpu_add(pcp, val)
 #define __this_cpu_inc(pcp)		this_cpu_inc(pcp)
 #define __this_cpu_read(pcp)		this_cpu_read(pcp)

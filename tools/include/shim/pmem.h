@@ -5,10 +5,15 @@
  * only fence) of kmod/core end up.
  *
  * The default backend executes the real instructions (clwb, else
- * clflushopt, else clflush; sfence), or nothing when the mapping is plain
- * DRAM or page cache (SHIM_PMEM_HW_NONE; PMIDX_PMEM_HW=none|clwb|
- * clflushopt|clflush overrides). The crash simulator and the XPLine model
- * install their own ops to observe every flush and fence.
+ * clflushopt, else clflush; sfence), or no write-back when the mapping is
+ * plain DRAM or page cache (SHIM_PMEM_HW_NONE: the fences stay, as a full
+ * fence). PMIDX_PMEM_HW=none|clwb|clflushopt|clflush|volatile overrides;
+ * volatile (SHIM_PMEM_HW_VOLATILE) is the physical limit the others are
+ * measured against: no write-back and no fence instruction at all (a
+ * compiler barrier; x86 keeps stores in order), nothing durable. Flushes
+ * and fences are counted (struct pmidx_pmem_stats) in every mode. The
+ * crash simulator and the XPLine model install their own ops to observe
+ * every flush and fence.
  *
  * Media errors: shim_pmem_poison() marks a range so that copy_mc_to_kernel()
  * reading it stops there, as a machine-check-safe copy does on poison.
@@ -41,10 +46,17 @@ enum shim_pmem_hw {
 	SHIM_PMEM_HW_CLWB,
 	SHIM_PMEM_HW_CLFLUSHOPT,
 	SHIM_PMEM_HW_CLFLUSH,
-	SHIM_PMEM_HW_NONE,		/* DRAM/page cache: nothing to do */
+	SHIM_PMEM_HW_NONE,		/* DRAM/page cache: fences only */
+	SHIM_PMEM_HW_VOLATILE,		/* neither write-back nor fence */
 };
 
 void shim_pmem_set_hw(enum shim_pmem_hw hw);
+/*
+ * Force @hw over the environment and over later shim_pmem_set_hw() calls
+ * (pool files set the mode when mapped); SHIM_PMEM_HW_AUTO lifts it.
+ * pmidx-bench --volatile-baseline switches modes between runs with it.
+ */
+void shim_pmem_force_hw(enum shim_pmem_hw hw);
 enum shim_pmem_hw shim_pmem_get_hw(void);
 const char *shim_pmem_hw_name(enum shim_pmem_hw hw);
 void shim_pmem_hw_flush(const void *addr, size_t len);

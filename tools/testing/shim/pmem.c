@@ -24,6 +24,7 @@
 
 static enum shim_pmem_hw hw_mode = SHIM_PMEM_HW_AUTO;
 static enum shim_pmem_hw hw_resolved;	/* AUTO until resolved */
+static enum shim_pmem_hw hw_forced;	/* shim_pmem_force_hw(); AUTO: none */
 static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
@@ -64,7 +65,11 @@ static void hw_line(enum shim_pmem_hw hw, const void *p)
 
 void shim_pmem_hw_fence(void)
 {
-	if (shim_pmem_get_hw() != SHIM_PMEM_HW_NONE)
+	enum shim_pmem_hw hw = shim_pmem_get_hw();
+
+	if (hw == SHIM_PMEM_HW_VOLATILE)
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* compiler only */
+	else if (hw != SHIM_PMEM_HW_NONE)
 		__asm__ __volatile__("sfence" ::: "memory");
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -81,7 +86,10 @@ static void hw_line(enum shim_pmem_hw hw, const void *p)
 
 void shim_pmem_hw_fence(void)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (shim_pmem_get_hw() == SHIM_PMEM_HW_VOLATILE)
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 #endif
 
@@ -92,6 +100,8 @@ static void hw_init(void)
 
 	if (e && !strcmp(e, "none"))
 		hw = SHIM_PMEM_HW_NONE;
+	else if (e && !strcmp(e, "volatile"))
+		hw = SHIM_PMEM_HW_VOLATILE;
 	else if (e && !strcmp(e, "clwb"))
 		hw = SHIM_PMEM_HW_CLWB;
 	else if (e && !strcmp(e, "clflushopt"))
@@ -101,6 +111,12 @@ static void hw_init(void)
 	if (hw == SHIM_PMEM_HW_AUTO)
 		hw = hw_detect();
 	__atomic_store_n(&hw_resolved, hw, __ATOMIC_RELAXED);
+}
+
+void shim_pmem_force_hw(enum shim_pmem_hw hw)
+{
+	pthread_once(&hw_once, hw_init);
+	__atomic_store_n(&hw_forced, hw, __ATOMIC_RELAXED);
 }
 
 void shim_pmem_set_hw(enum shim_pmem_hw hw)
@@ -115,7 +131,12 @@ void shim_pmem_set_hw(enum shim_pmem_hw hw)
 
 enum shim_pmem_hw shim_pmem_get_hw(void)
 {
+	enum shim_pmem_hw forced;
+
 	pthread_once(&hw_once, hw_init);
+	forced = __atomic_load_n(&hw_forced, __ATOMIC_RELAXED);
+	if (forced != SHIM_PMEM_HW_AUTO)
+		return forced;
 	return __atomic_load_n(&hw_resolved, __ATOMIC_RELAXED);
 }
 
@@ -127,6 +148,7 @@ const char *shim_pmem_hw_name(enum shim_pmem_hw hw)
 		[SHIM_PMEM_HW_CLFLUSHOPT] = "clflushopt",
 		[SHIM_PMEM_HW_CLFLUSH] = "clflush",
 		[SHIM_PMEM_HW_NONE] = "none",
+		[SHIM_PMEM_HW_VOLATILE] = "volatile",
 	};
 
 	return hw < ARRAY_SIZE(names) ? names[hw] : "?";
@@ -137,7 +159,7 @@ void shim_pmem_hw_flush(const void *addr, size_t len)
 	enum shim_pmem_hw hw = shim_pmem_get_hw();
 	uintptr_t p, end;
 
-	if (hw == SHIM_PMEM_HW_NONE || !len)
+	if (hw == SHIM_PMEM_HW_NONE || hw == SHIM_PMEM_HW_VOLATILE || !len)
 		return;
 	p = (uintptr_t)addr & ~(uintptr_t)(LINE - 1);
 	end = (uintptr_t)addr + len;
@@ -157,7 +179,7 @@ static void hw_ops_fence(void *priv, bool persist)
 	if (persist)
 		shim_pmem_hw_fence();
 	else
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_RELEASE);	/* x86: compiler */
 }
 
 static const struct shim_pmem_ops hw_ops = {

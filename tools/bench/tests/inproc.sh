@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# pmidx-bench's inproc options on a small pool file, on the host (the
+# other paths need a guest: selftests/vm/bench_smoke.sh): --phases runs
+# its list on one index and reports each phase; the pool's clwb/sfence
+# counters per op reach the table and the JSON; --prefault; and
+# --volatile-baseline runs the twin and records persistent/volatile
+# ratios. Options refused where they do not apply. Not a measurement:
+# nothing here asserts a speed.
+# Prints KTAP lines and a final "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../../.."
+. selftests/vm/lib.sh
+B=build/bin/pmidx-bench
+OUT=build/bench-tests
+rm -rf "$OUT" && mkdir -p "$OUT"
+make --no-print-directory -s "$B" build/user/pmidx-poolfile >"$OUT/make.out" 2>&1 ||
+	{ cat "$OUT/make.out"; echo "0 passed, 1 failed"; exit 1; }
+KEYS=3000
+
+echo "TAP version 13"
+echo "1..6"
+
+# every result of every run: all its ops done, none failed
+all_done() {
+	json "$1" "all(x['errors'] == 0 and x['ops'] > 0 for r in $2 for x in r['results'])"
+}
+
+PMIDX_PMEM_HW=none $B --path "inproc:$OUT/pool" --keys $KEYS --ops 500 --engine utree \
+	--phases load,update,get,scan,insert,delete --json "$OUT/phases.json" \
+	>"$OUT/phases.out" 2>&1 &&
+	all_done "$OUT/phases.json" "[j]" &&
+	json "$OUT/phases.json" "[x['workload'] for x in j['results']] == \
+		['load', 'update', 'C', 'scan', 'insert', 'delete'] and \
+		[x['ops'] for x in j['results']] == [$KEYS, 500, 500, 500, 500, 500]"
+ok $? "--phases: six phases on one index, each reported"
+
+json "$OUT/phases.json" "j['pmem_hw'] == 'none' and \
+	all('flushes_per_op' in x and 'fences_per_op' in x for x in j['results']) and \
+	j['results'][0]['flushes_per_op'] > 0 and j['results'][0]['fences_per_op'] > 0 and \
+	j['results'][2]['flushes_per_op'] == 0" &&
+	grep -q "pmem none, per op: load [0-9.]* clwb [0-9.]* sfence | update" "$OUT/phases.out"
+ok $? "clwb/sfence per op of each phase in the JSON and the table (none on gets)"
+
+$B --path "inproc:$OUT/pool" --keys $KEYS --engine ccl --prefault --workload update \
+	--volatile-baseline --json "$OUT/volatile.json" >"$OUT/volatile.out" 2>&1 &&
+	all_done "$OUT/volatile.json" "[j]" &&
+	json "$OUT/volatile.json" "j['prefault'] and len(j['volatile_results']) == 2 and \
+		all(x['errors'] == 0 and x['ops'] > 0 for x in j['volatile_results']) and \
+		all(x['volatile_ratio'] > 0 for x in j['results'])" &&
+	grep -q "persistent/volatile ops/s: load [0-9.]* ([0-9]*) | update" "$OUT/volatile.out"
+ok $? "--prefault --volatile-baseline: the twin run, ratios per phase"
+
+PMIDX_PMEM_HW=clwb $B --path "inproc:$OUT/pool" --keys 1000 --volatile-baseline \
+	--phases load+update --json "$OUT/cmp.json" \
+	--compare engine=ccl engine=utree,phases=load+get >"$OUT/cmp.out" 2>&1 &&
+	all_done "$OUT/cmp.json" "j['runs']" &&
+	json "$OUT/cmp.json" "[len(r['results']) for r in j['runs']] == [2, 2] and \
+		[len(r['volatile_results']) for r in j['runs']] == [2, 2] and \
+		j['runs'][1]['results'][1]['workload'] == 'C'"
+ok $? "--compare with phases=LIST and the volatile twin of each configuration"
+
+# the environment does not leak into the twin, nor the twin into the next run
+json "$OUT/cmp.json" "all(r['pmem_hw'] in ('clwb', 'clflushopt', 'clflush', 'none') \
+	for r in j['runs'])"
+ok $? "the persistent runs keep their pmem mode around the volatile twins"
+
+r=0
+for args in "--path ioctl --prefault" "--path ioctl --volatile-baseline" \
+	"--path inproc:$OUT/pool --volatile-baseline --no-create" \
+	"--path inproc:$OUT/pool --phases load,nosuch" \
+	"--path inproc:$OUT/pool --phases load,A,B,C,E,insert,update,delete,scan"; do
+	$B $args --keys 10 >"$OUT/refused.out" 2>&1
+	[ $? = 2 ] || { echo "# not refused: $args"; r=1; }
+done
+ok $r "refused: --prefault/--volatile-baseline off inproc or on an old pool, bad --phases"
+rm -f "$OUT/pool" "$OUT/pool.crash"
+
+summary
