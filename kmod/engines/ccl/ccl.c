@@ -568,7 +568,7 @@ again:
 	h = ccl_bn_read_begin(b);
 	if (!h)
 		goto retry;
-	nx = READ_ONCE(b->next);
+	nx = smp_load_acquire(&b->next);
 	if (nx && ccl_fence_cmp(nx->low, key, klen) <= 0) {
 		if (ccl_bn_read_retry(b, h))
 			goto again;
@@ -803,7 +803,7 @@ static bool scan_snap(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 	}
 	s->nb = pos;
 	s->ovf = READ_ONCE(b->ovf);
-	s->next = READ_ONCE(b->next);
+	s->next = smp_load_acquire(&b->next);
 	s->perm = READ_ONCE(b->perm);
 	s->ptag = READ_ONCE(b->ptag);
 	s->meta = le64_to_cpu(READ_ONCE(l->meta));
@@ -999,7 +999,7 @@ retry:
 		h = ccl_bn_read_begin(b);
 		if (!h)
 			goto retry;
-		nx = READ_ONCE(b->next);
+		nx = smp_load_acquire(&b->next);
 		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
 			if (!ccl_bn_read_retry(b, h))
 				b = nx;

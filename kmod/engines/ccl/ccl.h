@@ -138,7 +138,9 @@ static inline unsigned int ccl_perm_at(u64 perm, unsigned int i)
  * @perm:  the leaf's live slots in key order, valid iff @ptag matches
  *         the leaf (see "sorted permutation" above)
  * @ptag:  ccl_perm_tag() of the leaf's meta word @perm was made for
- * @next:  right neighbour (same order as the leaf list)
+ * @next:  right neighbour (same order as the leaf list); stored with
+ *         release, loaded with acquire: a reader follows it to the
+ *         neighbour's @low before its version check
  * @ovf:   recovered KVs beyond the slots, drained before any write
  * @low:   low fence key, immutable (the head node's is empty)
  * @slot:  t->nbatch slots
@@ -191,6 +193,10 @@ static inline u64 bn_set_ebit(u64 h, unsigned int i, unsigned int side)
  * 8 bytes of fence[i] big-endian, so most comparisons are one integer
  * compare. ver is an optimistic lock: bit 1 set while a writer holds it,
  * +4 per write (as in Leis et al., "Optimistic Lock Coupling").
+ * fence[] and child[] are stored with release and loaded with acquire: an
+ * optimistic reader follows them before it validates ver, so what they
+ * name is complete before they can be seen (a dependency would do in the
+ * kernel, not in the model ThreadSanitizer checks: it ignores fences).
  */
 struct ccl_inode {
 	atomic64_t		ver;

@@ -131,7 +131,7 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 	/* 3 */
 	ccl_inner_remove(p, idx);
 	ccl_inner_unlock(p);
-	WRITE_ONCE(lb->next, r->next);
+	smp_store_release(&lb->next, r->next);
 	ccl_bn_unlock(lb, lh);
 	*rh |= BN_OBSOLETE;
 	pmidx_epoch_retire(&t->epoch, bn_leaf(*rh) | 2);

@@ -328,12 +328,11 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		ccl_bnode_make(t, nb, p.nl[j].fence, p.nl[j].off);
 		nb->next = j + 1 < p.k ? p.nl[j + 1].bn : b->next;
 	}
-	/* the new nodes are complete before they are published */
-	smp_wmb();
+	/* published with release: the new nodes are complete before */
 	for (j = 0; j < p.k; j++)
 		ccl_inner_insert(t, p.nl[j].fence, p.nl[j].bn, &st);
 	if (p.k)
-		WRITE_ONCE(b->next, p.nl[0].bn);
+		smp_store_release(&b->next, p.nl[0].bn);
 	atomic64_add(p.k, &t->nleaves);
 	ccl_stat_inc(t, splits);
 

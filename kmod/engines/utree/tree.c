@@ -194,7 +194,7 @@ static unsigned int leaf_bound(const struct utree *t, struct ut_leaf *l,
 	*eq = false;
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		c = ent_cmp(t, READ_ONCE(l->pfx[mid]), READ_ONCE(l->ent[mid]), k);
+		c = ent_cmp(t, READ_ONCE(l->pfx[mid]), smp_load_acquire(&l->ent[mid]), k);
 		if (c < 0 || (upper && !c)) {
 			lo = mid + 1;
 		} else {
@@ -213,7 +213,7 @@ static unsigned int inner_pos(struct ut_inner *in, unsigned int n,
 
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		if (sep_cmp(READ_ONCE(in->pfx[mid]), READ_ONCE(in->key[mid]), k) <= 0)
+		if (sep_cmp(READ_ONCE(in->pfx[mid]), smp_load_acquire(&in->key[mid]), k) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -233,7 +233,7 @@ static struct ut_leaf *descend(struct utree *t, const struct ut_skey *k,
 
 restart:
 	mv = ver_read(&t->tree.meta);
-	n = READ_ONCE(t->tree.root);
+	n = smp_load_acquire(&t->tree.root);
 	v = ver_read(&n->version);
 	if (!ver_check(&t->tree.meta, mv))
 		goto restart;
@@ -242,7 +242,7 @@ restart:
 
 		cnt = READ_ONCE(in->h.count);
 		c = cnt <= UT_INNER_CAP ?
-		    READ_ONCE(in->child[inner_pos(in, cnt, k)]) : NULL;
+		    smp_load_acquire(&in->child[inner_pos(in, cnt, k)]) : NULL;
 		if (!c) {
 			cpu_relax();
 			goto restart;
@@ -274,7 +274,7 @@ u64 ut_tree_get(struct utree *t, const struct ut_skey *k)
 		n = READ_ONCE(l->h.count);
 		if (n <= UT_LEAF_CAP) {
 			pos = leaf_bound(t, l, n, k, false, &eq);
-			e = eq ? READ_ONCE(l->ent[pos]) : 0;
+			e = eq ? smp_load_acquire(&l->ent[pos]) : 0;
 			if (ver_check(&l->h.version, v))
 				return ut_ent_node(e);
 		}
@@ -341,8 +341,8 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 		if (n > UT_LEAF_CAP)
 			goto retry;
 		pos = leaf_bound(t, leaf, n, k, false, &eq);
-		cur = eq ? ut_ent_node(READ_ONCE(leaf->ent[pos])) : 0;
-		e = pos ? READ_ONCE(leaf->ent[pos - 1]) : 0;
+		cur = eq ? ut_ent_node(smp_load_acquire(&leaf->ent[pos])) : 0;
+		e = pos ? smp_load_acquire(&leaf->ent[pos - 1]) : 0;
 		if (!ver_check(&leaf->h.version, v))
 			goto retry;
 		if (pos) {
@@ -353,7 +353,7 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 		hint = left_hint(t, leaf, v, &seq);
 		for (l = leaf, steps = 0;; l = p, steps++) {
 			jump = l == leaf && hint;
-			p = jump ? hint : READ_ONCE(l->prev);
+			p = jump ? hint : smp_load_acquire(&l->prev);
 			if (!p) {
 				/* all empty to the left: jump to the first leaf */
 				if (steps > 1)
@@ -363,7 +363,7 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 			}
 			pv = ver_read(&p->h.version);
 			c = READ_ONCE(p->h.count);
-			e = c && c <= UT_LEAF_CAP ? READ_ONCE(p->ent[c - 1]) : 0;
+			e = c && c <= UT_LEAF_CAP ? smp_load_acquire(&p->ent[c - 1]) : 0;
 			if (!ver_check(&p->h.version, pv) || c > UT_LEAF_CAP)
 				goto retry;
 			/*
@@ -438,10 +438,10 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		memcpy(r->ent, l->ent + m, (cnt - m) * sizeof(u64));
 		r->prev = l;
 		r->next = l->next;
-		smp_wmb();	/* @r complete before anyone can reach it */
+		/* release: @r complete before anyone can reach it */
 		if (l->next)
-			WRITE_ONCE(l->next->prev, r);
-		WRITE_ONCE(l->next, r);
+			smp_store_release(&l->next->prev, r);
+		smp_store_release(&l->next, r);
 		WRITE_ONCE(l->h.count, m);
 	} else {
 		struct ut_inner *in = container_of(n, struct ut_inner, h);
@@ -453,24 +453,23 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		memcpy(r->pfx, in->pfx + m + 1, (cnt - m - 1) * sizeof(u64));
 		memcpy(r->key, in->key + m + 1, (cnt - m - 1) * sizeof(r->key[0]));
 		memcpy(r->child, in->child + m + 1, (cnt - m) * sizeof(r->child[0]));
-		/* @r complete before it is linked below (under the locks) */
-		smp_wmb();
+		/* @r is linked below, with release (under the locks) */
 		WRITE_ONCE(in->h.count, m);
 	}
 	if (parent) {
 		pc = parent->h.count;
 		for (i = 0; i < pc && parent->child[i] != n; i++)
 			;
-		WRITE_ONCE(parent->child[pc + 1], parent->child[pc]);
+		smp_store_release(&parent->child[pc + 1], parent->child[pc]);
 		for (m = pc; m > i; m--) {
 			WRITE_ONCE(parent->pfx[m], parent->pfx[m - 1]);
-			WRITE_ONCE(parent->key[m], parent->key[m - 1]);
+			smp_store_release(&parent->key[m], parent->key[m - 1]);
 			if (m > i + 1)
-				WRITE_ONCE(parent->child[m], parent->child[m - 1]);
+				smp_store_release(&parent->child[m], parent->child[m - 1]);
 		}
 		WRITE_ONCE(parent->pfx[i], seppfx);
-		WRITE_ONCE(parent->key[i], sep);
-		WRITE_ONCE(parent->child[i + 1], sib);
+		smp_store_release(&parent->key[i], sep);
+		smp_store_release(&parent->child[i + 1], sib);
 		WRITE_ONCE(parent->h.count, pc + 1);
 	} else {
 		root->h.count = 1;
@@ -478,9 +477,8 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		root->key[0] = sep;
 		root->child[0] = n;
 		root->child[1] = sib;
-		/* the new root is complete before readers can find it */
-		smp_wmb();
-		WRITE_ONCE(t->tree.root, &root->h);
+		/* release: the new root is complete before readers find it */
+		smp_store_release(&t->tree.root, &root->h);
 	}
 	ver_unlock(&n->version);
 	ver_unlock(upper);
@@ -504,7 +502,7 @@ static void leaf_insert_locked(struct utree *t, struct ut_leaf *l,
 
 	pos = leaf_bound(t, l, cnt, k, false, &eq);
 	if (eq) {
-		WRITE_ONCE(l->ent[pos], ut_ent_make(node, k->len));
+		smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
 		return;
 	}
 	if (!cnt) {
@@ -514,10 +512,10 @@ static void leaf_insert_locked(struct utree *t, struct ut_leaf *l,
 	}
 	for (i = cnt; i > pos; i--) {
 		WRITE_ONCE(l->pfx[i], l->pfx[i - 1]);
-		WRITE_ONCE(l->ent[i], l->ent[i - 1]);
+		smp_store_release(&l->ent[i], l->ent[i - 1]);
 	}
 	WRITE_ONCE(l->pfx[pos], k->pfx);
-	WRITE_ONCE(l->ent[pos], ut_ent_make(node, k->len));
+	smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
 	WRITE_ONCE(l->h.count, cnt + 1);
 }
 
@@ -540,7 +538,7 @@ int ut_tree_insert(struct utree *t, const struct ut_skey *k, u64 node)
 
 restart:
 	mv = ver_read(&t->tree.meta);
-	n = READ_ONCE(t->tree.root);
+	n = smp_load_acquire(&t->tree.root);
 	v = ver_read(&n->version);
 	if (!ver_check(&t->tree.meta, mv))
 		goto restart;
@@ -552,7 +550,7 @@ restart:
 		cnt = READ_ONCE(n->count);
 		if (cnt >= UT_INNER_CAP)
 			goto split;
-		c = READ_ONCE(in->child[inner_pos(in, cnt, k)]);
+		c = smp_load_acquire(&in->child[inner_pos(in, cnt, k)]);
 		if (!c) {
 			cpu_relax();
 			goto restart;
@@ -610,7 +608,7 @@ bool ut_tree_replace(struct utree *t, const struct ut_skey *k, u64 old,
 	pos = leaf_bound(t, l, l->h.count, k, false, &eq);
 	ok = eq && ut_ent_node(l->ent[pos]) == old;
 	if (ok)
-		WRITE_ONCE(l->ent[pos], ut_ent_make(node, k->len));
+		smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
 	ver_unlock(&l->h.version);
 	return ok;
 }
@@ -630,7 +628,7 @@ bool ut_tree_remove(struct utree *t, const struct ut_skey *k, u64 node)
 	if (ok) {
 		for (i = pos; i + 1 < cnt; i++) {
 			WRITE_ONCE(l->pfx[i], l->pfx[i + 1]);
-			WRITE_ONCE(l->ent[i], l->ent[i + 1]);
+			smp_store_release(&l->ent[i], l->ent[i + 1]);
 		}
 		WRITE_ONCE(l->h.count, cnt - 1);
 	}
@@ -648,7 +646,7 @@ static void leaf_copy(struct ut_iter *it, struct ut_leaf *l, unsigned int from,
 
 	for (i = from; i < to; i++) {
 		it->pfx[i - from] = READ_ONCE(l->pfx[i]);
-		it->ent[i - from] = READ_ONCE(l->ent[i]);
+		it->ent[i - from] = smp_load_acquire(&l->ent[i]);
 	}
 }
 
@@ -673,7 +671,7 @@ void ut_iter_seek(struct utree *t, struct ut_iter *it,
 			pos = leaf_bound(t, l, n, k, after, &eq);
 			it->n = n - pos;
 			leaf_copy(it, l, pos, n);
-			it->next = READ_ONCE(l->next);
+			it->next = smp_load_acquire(&l->next);
 			it->i = 0;
 			if (ver_check(&l->h.version, v))
 				return;
@@ -705,7 +703,7 @@ bool ut_iter_next_leaf(struct utree *t, struct ut_iter *it)
 		n = READ_ONCE(l->h.count);
 		if (n <= UT_LEAF_CAP) {
 			leaf_copy(it, l, 0, n);
-			next = READ_ONCE(l->next);
+			next = smp_load_acquire(&l->next);
 			if (ver_check(&l->h.version, v)) {
 				it->n = n;
 				it->next = next;

@@ -113,6 +113,14 @@ struct ut_ikey {
  * freed while the index is open, so a leaf pointer read in any section
  * stays dereferenceable.
  *
+ * An optimistic reader follows what it reads (@ent to a list node and its
+ * key blob, @next/@prev to a leaf, an inner node's key and child) before
+ * its version check can tell it the read was torn, so every such word is
+ * stored with release and loaded with acquire, moved entries included:
+ * what it names is complete before the word can be seen. Plain moves on
+ * x86; an address dependency alone would do in the kernel, but not in
+ * the memory model ThreadSanitizer checks (it ignores fences).
+ *
  * @left and @left_seq, written under this leaf's lock, read under its
  * version: when ut_tree.refill was @left_seq, @left was the nearest
  * non-empty leaf to the left and every leaf between was empty. Only a
