@@ -590,6 +590,8 @@ static void ccl_ts_reset(void)
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
 	const char *why = NULL;
+	struct ccl_bnode *b;
+	struct ccl_tree *t;
 	struct ccl_root *r;
 	struct ccl_leaf *l;
 	u8 k[64], v[VMAX], got[VMAX];
@@ -623,7 +625,10 @@ static void ccl_ts_reset(void)
 		meta = le64_to_cpu(l->meta);
 		UT_EQ(ccl_ts_val(le64_to_cpu(l->ts)), 0);
 	}
-	UT_EQ(atomic64_read(&((struct ccl_tree *)idx->priv)->ts), 0);
+	t = idx->priv;
+	UT_EQ(t->ts_base, 0);
+	for (b = t->bhead; b; b = b->next)
+		UT_EQ(b->clock, 0);
 	for (id = 500 - NKEYS; id < 500; id++) {
 		kl = ekv_key(id % NKEYS, k);
 		vl = sizeof(got);
@@ -632,6 +637,100 @@ static void ccl_ts_reset(void)
 		UT_ASSERT(!memcmp(got, v, vl));
 		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
 	}
+	pmidx_pool_close(pool);
+	ut_img_free(img, size);
+}
+
+/*
+ * A node whose clock reaches the write limit refuses writes with
+ * -EOVERFLOW and changes nothing; the writes let through before it stay
+ * readable and recover (the slack keeps every timestamp under the limit
+ * recovery checks), and other nodes' clocks are not involved.
+ */
+/* The buffer node whose range holds @k (the tree quiescent). */
+static struct ccl_bnode *node_of(struct ccl_tree *t, const u8 *k, u32 kl)
+{
+	struct ccl_bnode *b = t->bhead;
+
+	while (b->next && ccl_fence_cmp(b->next->low, k, kl) <= 0)
+		b = b->next;
+	return b;
+}
+
+static void ccl_ts_limit(void)
+{
+	const u64 size = 32ULL << 20, near = CCL_TS_LIMIT - CCL_TS_SLACK - 1;
+	u8 k[64], k2[64], v[VMAX], v2[VMAX], got[VMAX];
+	struct pmidx_index *idx;
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	struct ccl_bnode *b, *full;
+	struct ccl_tree *t;
+	u32 kl, kl2, vl, vl2;
+	u64 id;
+	void *img;
+	int ret;
+
+	ccl_nbatch = 2;
+	ccl_log_chunk_kb = 256;
+	img = ut_img_alloc(size);
+	pool = ut_pool_new(img, size);
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
+	for (id = 0; id < 500; id++) {
+		kl = ekv_key(id, k);
+		vl = ekv_val(id, v);
+		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+	}
+	t = idx->priv;
+	kl = ekv_key(0, k);
+	full = node_of(t, k, kl);
+	for (id = 1; id < 500; id++) {
+		kl2 = ekv_key(id, k2);
+		if (node_of(t, k2, kl2) != full)
+			break;
+	}
+	UT_ASSERT(id < 500);	/* a key of another node */
+	full->clock = near;
+	/* writes pass until the clock is past the limit, then fail */
+	vl = ekv_val(1000, v);
+	UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+	for (id = 0; id < 8; id++) {
+		vl2 = ekv_val(1001 + id, v2);
+		ret = idx->ops->put(idx, k, kl, v2, vl2, 0);
+		if (ret)
+			break;
+		memcpy(v, v2, vl2);
+		vl = vl2;
+	}
+	UT_EQ(ret, -EOVERFLOW);
+	UT_EQ(idx->ops->del(idx, k, kl), -EOVERFLOW);
+	UT_ASSERT(full->clock > near && full->clock <= CCL_TS_LIMIT);
+	vl2 = sizeof(got);
+	UT_EQ(idx->ops->get(idx, k, kl, got, &vl2), 0);
+	UT_EQ(vl2, vl);
+	UT_ASSERT(!memcmp(got, v, vl));
+	/* the other nodes' clocks are their own */
+	for (b = t->bhead; b; b = b->next)
+		UT_ASSERT(b == full || b->clock < near);
+	vl2 = ekv_val(2000, v2);
+	UT_EQ(idx->ops->put(idx, k2, kl2, v2, vl2, 0), 0);
+	pmidx_pool_close(pool);
+
+	/* recovery takes every timestamp (none past the limit) */
+	pool = ut_pool_open(img, size);
+	idx = pmidx_index_lookup(pool, "c");
+	UT_ASSERT(idx && idx->opened);
+	t = idx->priv;
+	UT_ASSERT(t->ts_base <= CCL_TS_LIMIT);
+	vl2 = sizeof(got);
+	UT_EQ(idx->ops->get(idx, k, kl, got, &vl2), 0);
+	UT_EQ(vl2, vl);
+	UT_ASSERT(!memcmp(got, v, vl));
+	vl = ekv_val(2000, v);
+	vl2 = sizeof(got);
+	UT_EQ(idx->ops->get(idx, k2, kl2, got, &vl2), 0);
+	UT_EQ(vl2, vl);
+	UT_ASSERT(!memcmp(got, v, vl));
 	pmidx_pool_close(pool);
 	ut_img_free(img, size);
 }
@@ -839,6 +938,7 @@ static void ccl_threads(void)
 static const struct ut_test tests[] = {
 	UT_TEST(ccl_threads),
 	UT_TEST(ccl_ts_reset),
+	UT_TEST(ccl_ts_limit),
 	UT_TEST(ccl_corrupt),
 	UT_TEST(ccl_short_nbatch2),
 	UT_TEST(ccl_long_nbatch2),

@@ -54,10 +54,11 @@ struct ccl_bnode *ccl_bnode_alloc(struct ccl_tree *t, gfp_t gfp)
 
 /* Set up a fresh (zeroed) buffer node for the leaf at @leaf. */
 struct ccl_bnode *ccl_bnode_make(struct ccl_tree *t, struct ccl_bnode *bn,
-				 struct ccl_fence *low, u64 leaf)
+				 struct ccl_fence *low, u64 leaf, u64 clock)
 {
 	atomic64_set(&bn->hdr, leaf >> 8);
 	bn->low = low;
+	bn->clock = clock;
 	return bn;
 }
 
@@ -208,7 +209,7 @@ static int write_in_place(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	flags = (b->sflag[s] & CCL_F_KIND) | (r->flags & ~CCL_F_KIND);
 	side = READ_ONCE(t->side);
 	ret = pmidx_wal_append(t->wal, side, b->slot[s].key, r->vw,
-			       ccl_next_ts(t), flags);
+			       ccl_next_ts(t, b), flags);
 	if (ret)
 		return ret;
 	ccl_stat_inc(t, log_appends);
@@ -238,10 +239,12 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 	int s, ret, keys = 0;
 	u64 h, h0;
 
-	/* out of timestamps (see ccl.c): refuse before changing anything */
-	if (unlikely((u64)atomic64_read(&t->ts) > CCL_TS_LIMIT))
-		return -EOVERFLOW;
 	b = ccl_find_lock(t, r->key, r->klen, &h);
+	/* out of timestamps (see ccl.c): refuse before changing anything */
+	if (unlikely(b->clock > CCL_TS_LIMIT - CCL_TS_SLACK)) {
+		ccl_bn_unlock_clean(b, h);
+		return -EOVERFLOW;
+	}
 	if (b->ovf) {
 		/* recovered KVs first, so slots are always the newest */
 		ret = ccl_flush(t, b, &h, NULL, 0, res);
@@ -269,7 +272,7 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 		was = tomb || (!r->insert && present(t, b, h, r));
 		side = READ_ONCE(t->side);
 		ret = pmidx_wal_append(t->wal, side, r->kw, r->vw,
-				       ccl_next_ts(t), r->flags);
+				       ccl_next_ts(t, b), r->flags);
 		if (ret)
 			goto out;
 		ccl_stat_inc(t, log_appends);

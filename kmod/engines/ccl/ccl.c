@@ -14,18 +14,28 @@
  *   recovery.c rebuild + log replay at attach; check.c  the checker
  *   kv.c       key/value words, blobs, fingerprints
  *
- * Timestamps. One counter per index (t->ts, atomic increment), taken with
- * the buffer node locked. All writes of a key happen under the lock of
- * the one buffer node whose range holds it, so the counter orders the
- * versions of each key, which is all replay needs; it also orders every
- * log entry of a leaf against the leaf's timestamp (the batch timestamp
- * is taken after every entry in the batch). The paper reads the TSC and
- * uses ORDO to bound cross-socket skew; a shared counter is exact, needs
- * no uncertainty window, and costs one contended cache line, acceptable
- * next to the pmem flush of every write. Log entries hold 48 bits of it;
- * at attach the counter resumes above every timestamp found on media, so
- * leaf timestamps need not be reset (the paper resets them because the
- * TSC restarts at boot). 2^48 writes are about 9 years at 1M writes/s.
+ * Timestamps. Replay needs them to order the versions of each key, and
+ * every log entry of a leaf against the leaf's timestamp (the batch
+ * timestamp is taken after every entry in the batch). All writes of a
+ * key happen under the lock of the one buffer node whose range holds it,
+ * and a range changes hands only by a split (the new nodes take over part
+ * of it) or a merge (the left node takes the right one's), both under the
+ * nodes' locks. So each node keeps its own clock (b->clock, Lamport
+ * style): ccl_next_ts() is ++b->clock under the lock; a split's new nodes
+ * start at the old node's clock, a merge takes the larger of the two, and
+ * at attach every node starts at the newest timestamp on media. Then a
+ * node's clock is at least every timestamp ever given to a key of its
+ * range, which is all replay compares (recovery sorts a leaf's entries by
+ * key, then by time). Timestamps of different ranges are unrelated and
+ * never compared. The paper reads the TSC, with ORDO bounding the skew
+ * between sockets; a clock in the node's own locked cache line costs no
+ * shared line at all and needs no uncertainty window (one counter per
+ * index, the first design, moved one line between all writers). Log
+ * entries hold 48 bits; at attach the clocks resume
+ * above every timestamp found on media, so leaf timestamps need not be
+ * reset (the paper resets them because the TSC restarts at boot); a node
+ * whose clock nears 2^48 refuses writes (-EOVERFLOW) until the next
+ * clean attach resets them (recovery.c, ts_reset()).
  *
  * Deletes and recovery. Recovery re-derives the leaf ranges from each
  * leaf's smallest key (the runtime separators are DRAM only), which moves
@@ -240,7 +250,7 @@ static struct ccl_tree *tree_alloc(struct pmidx_index *idx)
 	mutex_init(&t->gc_lock);
 	spin_lock_init(&t->spare_lock);
 	atomic_set(&t->height, 0);
-	atomic64_set(&t->ts, 0);
+	t->ts_base = 0;
 	atomic64_set(&t->gc_runs, 0);
 	atomic64_set(&t->nleaves, 0);
 	atomic64_set(&t->ninodes, 0);
@@ -284,7 +294,7 @@ static int tree_empty(struct ccl_tree *t, u64 head)
 
 	if (!b || !f)
 		goto err;
-	ccl_bnode_make(t, b, f, head);
+	ccl_bnode_make(t, b, f, head, t->ts_base);
 	ret = ccl_inner_build(t, &b, 1);
 	if (ret)
 		goto err;
@@ -568,7 +578,7 @@ again:
 	h = ccl_bn_read_begin(b);
 	if (!h)
 		goto retry;
-	nx = smp_load_acquire(&b->next);
+	nx = ccl_load_link(&b->next);
 	if (nx && ccl_fence_cmp(nx->low, key, klen) <= 0) {
 		if (ccl_bn_read_retry(b, h))
 			goto again;
@@ -803,7 +813,7 @@ static bool scan_snap(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 	}
 	s->nb = pos;
 	s->ovf = READ_ONCE(b->ovf);
-	s->next = smp_load_acquire(&b->next);
+	s->next = ccl_load_link(&b->next);
 	s->perm = READ_ONCE(b->perm);
 	s->ptag = READ_ONCE(b->ptag);
 	s->meta = le64_to_cpu(READ_ONCE(l->meta));
@@ -999,7 +1009,7 @@ retry:
 		h = ccl_bn_read_begin(b);
 		if (!h)
 			goto retry;
-		nx = smp_load_acquire(&b->next);
+		nx = ccl_load_link(&b->next);
 		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
 			if (!ccl_bn_read_retry(b, h))
 				b = nx;

@@ -33,7 +33,14 @@
 
 #define CCL_NBATCH_MAX		7
 #define CCL_FANOUT		32
+/*
+ * Timestamps (ccl.c): recovery refuses any above CCL_TS_LIMIT, so a write
+ * is refused once its node's clock passes CCL_TS_LIMIT - CCL_TS_SLACK:
+ * the slack is for the timestamps flushes, merges, collections and the
+ * detach still take after the last write that was let through.
+ */
 #define CCL_TS_LIMIT		(PMIDX_WAL_TS_MAX - (1ULL << 32))
+#define CCL_TS_SLACK		(1ULL << 24)
 #define CCL_TS_RESET		(1ULL << 46)
 #define CCL_NEEDRES		1	/* positive: "allocate and retry" */
 #define CCL_RETRY		2	/* positive: "call again" */
@@ -138,6 +145,8 @@ static inline unsigned int ccl_perm_at(u64 perm, unsigned int i)
  * @perm:  the leaf's live slots in key order, valid iff @ptag matches
  *         the leaf (see "sorted permutation" above)
  * @ptag:  ccl_perm_tag() of the leaf's meta word @perm was made for
+ * @clock: the last timestamp handed out for this node's range, written
+ *         under the lock (ccl_next_ts(); ccl.c, "Timestamps")
  * @next:  right neighbour (same order as the leaf list); stored with
  *         release, loaded with acquire: a reader follows it to the
  *         neighbour's @low before its version check
@@ -152,6 +161,7 @@ struct ccl_bnode {
 	u8			sfp[CCL_NBATCH_MAX];
 	u8			pad;
 	u64			perm;
+	u64			clock;
 	u32			ptag;
 	struct ccl_bnode	*next;
 	struct ccl_ovf		*ovf;
@@ -184,6 +194,16 @@ static inline u64 bn_set_ebit(u64 h, unsigned int i, unsigned int side)
 	h &= ~(1ULL << (BN_EPOCH_SHIFT + i));
 	return h | (u64)side << (BN_EPOCH_SHIFT + i);
 }
+
+/*
+ * A pointer an optimistic reader follows before it validates the version
+ * (struct ccl_bnode @next, struct ccl_inode @fence and @child): stored
+ * with release, so what it names is complete first, and loaded with
+ * acquire (the pair ThreadSanitizer can see; it ignores fences).
+ */
+#define ccl_store_link(p, v)	smp_store_release(p, v)
+/* pairs with ccl_store_link() */
+#define ccl_load_link(p)	smp_load_acquire(p)
 
 /* ---- inner nodes (inner.c) ------------------------------------------- */
 
@@ -243,7 +263,8 @@ struct ccl_sbuf;
 /*
  * Per-CPU statistics. @keys: the live key counter, moved by writes that
  * add or remove a key (buffer.c); CPU 0's also holds the count recovery
- * found. Their sum is the key count (ccl_sum_keys(), STATS).
+ * found. Their sum is the key count (ccl_sum_keys(), STATS). @stamps:
+ * timestamps handed out (ccl_next_ts()); the checker's test for writes.
  */
 struct ccl_pcpu {
 	u64	get, put, del, scan;
@@ -251,6 +272,7 @@ struct ccl_pcpu {
 	u64	leaf_flushes;
 	u64	splits, merges;
 	u64	log_appends;
+	u64	stamps;
 	s64	keys;
 };
 
@@ -264,7 +286,8 @@ struct ccl_pcpu {
  * @bhead:     its buffer node (never merged away)
  * @iroot:     inner root; @height its level + 1
  * @epoch:     reclamation of DRAM nodes, leaves and blobs of this index
- * @ts:        the timestamp counter (last one handed out)
+ * @ts_base:   the newest timestamp on media at attach (node clocks
+ *             start there)
  * @side:      the GC epoch: log side new entries go to
  * @wal:       the per-CPU log
  * @gc:        the GC thread; @gc_lock serialises collections
@@ -287,7 +310,7 @@ struct ccl_tree {
 	struct ccl_inode	*iroot;
 	atomic_t		height;
 	struct pmidx_epoch	epoch;
-	atomic64_t		ts;
+	u64			ts_base;
 	unsigned int		side;
 	struct pmidx_wal	*wal;
 	struct pmidx_gc		gc;
@@ -326,9 +349,14 @@ static inline bool ccl_ready(struct ccl_tree *t)
 	return smp_load_acquire(&t->ready);
 }
 
-static inline u64 ccl_next_ts(struct ccl_tree *t)
+/*
+ * A timestamp for a change to @b's range (a log entry, a leaf commit);
+ * @b locked. @stamps counts them for the checker (check.c).
+ */
+static inline u64 ccl_next_ts(struct ccl_tree *t, struct ccl_bnode *b)
 {
-	return atomic64_inc_return(&t->ts);
+	this_cpu_inc(t->st->stamps);
+	return ++b->clock;
 }
 
 /* kv.c */
@@ -363,7 +391,7 @@ static inline u64 ccl_off2w(u64 off)
 
 /* buffer.c */
 struct ccl_bnode *ccl_bnode_make(struct ccl_tree *t, struct ccl_bnode *bn,
-				 struct ccl_fence *low, u64 leaf);
+				 struct ccl_fence *low, u64 leaf, u64 clock);
 struct ccl_bnode *ccl_bnode_alloc(struct ccl_tree *t, gfp_t gfp);
 void ccl_bnode_free(struct ccl_tree *t, struct ccl_bnode *b);
 struct ccl_fence *ccl_fence_alloc(const u8 *k, u32 len, gfp_t gfp);
@@ -414,7 +442,8 @@ void ccl_retire_replaced(struct ccl_tree *t, struct ccl_ent *e,
 			 unsigned int n);
 int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	      struct ccl_ent *extra, unsigned int nextra, struct ccl_res *res);
-int ccl_log_trigger(struct ccl_tree *t, struct ccl_ent *x, unsigned int n);
+int ccl_log_trigger(struct ccl_tree *t, struct ccl_bnode *b,
+		    struct ccl_ent *x, unsigned int n);
 
 /* split.c */
 int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,

@@ -38,10 +38,11 @@
  * The key count, the counter and the bound on references need one view
  * of the whole index. Every change to what a buffer node or its leaf
  * holds (but a cache bit dropped) is made under the node's lock after a
- * timestamp was taken under that same lock (ccl_next_ts()), and the
- * counter moves after that timestamp too, before the node is unlocked
- * (buffer.c). So if t->ts did not move between the start of a pass and
- * its end (the counter read before it), no change began during the pass;
+ * timestamp was taken under that same lock (ccl_next_ts(), which counts
+ * it in the per-CPU @stamps), and the key counter moves after that
+ * timestamp too, before the node is unlocked (buffer.c). So if the sum of
+ * @stamps did not move between the start of a pass and its end (the key
+ * counter read before it), no change began during the pass;
  * those that began before finish on nodes they hold locked, which the
  * walk waits for: the pass saw one state of the index. A pass that saw
  * writes is done again, up to CCL_CHECK_TRIES passes; then the answer is
@@ -346,6 +347,20 @@ s64 ccl_sum_keys(struct ccl_tree *t)
 }
 
 /*
+ * Timestamps handed out so far. Each CPU's count only grows, so two sums
+ * are equal only if no CPU handed one out between its two reads.
+ */
+static u64 sum_stamps(struct ccl_tree *t)
+{
+	u64 n = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(per_cpu_ptr(t->st, cpu)->stamps);
+	return n;
+}
+
+/*
  * One pass: 0 with one view of the index (c->keys the count), 1 when
  * writes went on during it, -EUCLEAN with c->why set.
  */
@@ -356,8 +371,8 @@ static int check_pass(struct ccl_tree *t, struct chk *c, const char **why)
 	u64 ts;
 	int ret;
 
-	ts = atomic64_read(&t->ts);
-	/* the pass's reads come after the timestamp (see the top) */
+	ts = sum_stamps(t);
+	/* the pass's reads come after the count (see the top) */
 	smp_mb();
 	/* a blob is at least PMIDX_MIN_OBJ bytes of blob_bytes; no memory: skip */
 	cap = atomic64_read(&t->blob_bytes) / PMIDX_MIN_OBJ + 1;
@@ -386,9 +401,9 @@ static int check_pass(struct ccl_tree *t, struct chk *c, const char **why)
 			*why = c->why ? c->why : "walk failed";
 	}
 	live = ccl_sum_keys(t);
-	/* the counter is read before the timestamp (see ccl_buf_write()) */
+	/* the key counter is read before the stamps (see ccl_buf_write()) */
 	smp_mb();
-	if (!ret && (c->moved || atomic64_read(&t->ts) != ts))
+	if (!ret && (c->moved || sum_stamps(t) != ts))
 		ret = 1;
 	mutex_unlock(&t->gc_lock);
 	if (ret)

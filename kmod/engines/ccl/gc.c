@@ -69,7 +69,7 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		if (bn_ebit(*h, i) == c->side)
 			continue;
 		ret = pmidx_wal_append(t->wal, c->side, b->slot[i].key,
-				       b->slot[i].val, ccl_next_ts(t),
+				       b->slot[i].val, ccl_next_ts(t, b),
 				       b->sflag[i]);
 		if (ret)
 			return ret;

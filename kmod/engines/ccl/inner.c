@@ -101,7 +101,7 @@ static bool ent_le(struct ccl_inode *n, int i, u64 pfx, const u8 *k, u32 klen)
 
 	if (p != pfx)
 		return p < pfx;
-	f = smp_load_acquire(&n->fence[i]);
+	f = ccl_load_link(&n->fence[i]);
 	if (!f)
 		return true;
 	if (f->len <= 8 && klen <= 8)
@@ -130,16 +130,16 @@ static int in_search(struct ccl_inode *n, u64 pfx, const u8 *k, u32 klen)
 static void ent_copy(struct ccl_inode *d, int di, struct ccl_inode *s, int si)
 {
 	WRITE_ONCE(d->pfx[di], s->pfx[si]);
-	smp_store_release(&d->fence[di], s->fence[si]);
-	smp_store_release(&d->child[di], s->child[si]);
+	ccl_store_link(&d->fence[di], s->fence[si]);
+	ccl_store_link(&d->child[di], s->child[si]);
 }
 
 static void ent_set(struct ccl_inode *n, int i, u64 pfx,
 		    const struct ccl_fence *f, void *child)
 {
 	WRITE_ONCE(n->pfx[i], pfx);
-	smp_store_release(&n->fence[i], f);
-	smp_store_release(&n->child[i], child);
+	ccl_store_link(&n->fence[i], f);
+	ccl_store_link(&n->child[i], child);
 }
 
 /* Insert an entry at @i of a locked, non-full node. */
@@ -184,7 +184,7 @@ restart:
 	n = root_begin(t, &v);
 	for (;;) {
 		i = in_search(n, pfx, k, klen);
-		c = smp_load_acquire(&n->child[i]);
+		c = ccl_load_link(&n->child[i]);
 		level = READ_ONCE(n->level);
 		if (!in_valid(n, v) || !c)
 			goto restart;
@@ -303,7 +303,7 @@ restart:
 			return;
 		}
 		i = in_search(n, pfx, f->key, f->len);
-		c = smp_load_acquire(&n->child[i]);
+		c = ccl_load_link(&n->child[i]);
 		if (!in_valid(n, v) || !c)
 			goto restart;
 		parent = n;
@@ -347,7 +347,7 @@ restart:
 			return n;
 		}
 		i = in_search(n, pfx, f->key, f->len);
-		c = smp_load_acquire(&n->child[i]);
+		c = ccl_load_link(&n->child[i]);
 		if (!in_valid(n, v) || !c)
 			goto restart;
 		parent = n;

@@ -178,7 +178,8 @@ void ccl_retire_replaced(struct ccl_tree *t, struct ccl_ent *e,
  * recovery"), just before the commit, once nothing can fail any more: a
  * delete that fails must not come back at the next recovery.
  */
-int ccl_log_trigger(struct ccl_tree *t, struct ccl_ent *x, unsigned int n)
+int ccl_log_trigger(struct ccl_tree *t, struct ccl_bnode *b,
+		    struct ccl_ent *x, unsigned int n)
 {
 	unsigned int i;
 	int ret;
@@ -187,7 +188,7 @@ int ccl_log_trigger(struct ccl_tree *t, struct ccl_ent *x, unsigned int n)
 		if (!(x[i].flags & CCL_F_TOMB))
 			continue;
 		ret = pmidx_wal_append(t->wal, READ_ONCE(t->side), x[i].key, 0,
-				       ccl_next_ts(t), x[i].flags);
+				       ccl_next_ts(t, b), x[i].flags);
 		if (ret)
 			return ret;
 		ccl_stat_inc(t, log_appends);
@@ -259,9 +260,9 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	/* the trigger's change to the key count (buffered KVs made theirs) */
 	for (i = n - nextra; i < n; i++)
 		keys += e[i].flags & CCL_F_TOMB ? -1 : e[i].lslot < 0;
-	ts = ccl_next_ts(t);
+	ts = ccl_next_ts(t, b);
 	if (need <= CCL_LEAF_SLOTS - hweight32(bitmap)) {
-		ret = ccl_log_trigger(t, extra, nextra);
+		ret = ccl_log_trigger(t, b, extra, nextra);
 		if (ret)
 			return ret;
 		ccl_leaf_commit(t, l, bitmap, e, n, ts);

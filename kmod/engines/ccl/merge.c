@@ -90,8 +90,9 @@ static bool merge_locked(struct ccl_tree *t, struct ccl_bnode *lb, u64 *lh,
 		newbm |= BIT(s);
 		lines |= BIT(ccl_slot_line(s));
 	}
-	/* 2 */
-	ccl_leaf_publish(t, ll, lines, vind, ccl_next_ts(t), newbm,
+	/* 2: after every timestamp of both ranges (ccl.c, "Timestamps") */
+	lb->clock = max(lb->clock, r->clock);
+	ccl_leaf_publish(t, ll, lines, vind, ccl_next_ts(t, lb), newbm,
 			 ccl_meta_next(rmeta));
 	ccl_retire_replaced(t, e, n);
 	ccl_perm_drop(lb);
@@ -131,7 +132,7 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 	/* 3 */
 	ccl_inner_remove(p, idx);
 	ccl_inner_unlock(p);
-	smp_store_release(&lb->next, r->next);
+	ccl_store_link(&lb->next, r->next);
 	ccl_bn_unlock(lb, lh);
 	*rh |= BN_OBSOLETE;
 	pmidx_epoch_retire(&t->epoch, bn_leaf(*rh) | 2);

@@ -328,8 +328,9 @@ static int leaf_one(struct rctx *rc, size_t i, u8 *kbuf, u8 *maxbuf,
 	r->bn = ccl_bnode_alloc(t, GFP_KERNEL);
 	if (!r->bn)
 		return -ENOMEM;
+	/* the clock is set once every timestamp was seen (ccl_recover()) */
 	ccl_bnode_make(t, r->bn, ccl_fence_alloc(minbuf, s2len, GFP_KERNEL),
-		       r->off);
+		       r->off, 0);
 	r->max = maxlen ? ccl_fence_alloc(maxbuf, maxlen, GFP_KERNEL) : NULL;
 	if (!r->bn->low || (maxlen && !r->max))
 		return -ENOMEM;
@@ -770,6 +771,7 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 {
 	struct rctx rc = { .t = t, .trace = !prc->clean };
 	struct pmidx_wal_cfg cfg;
+	struct ccl_bnode *b;
 	struct ccl_root root;
 	u64 start = ktime_get_ns();
 	int ret;
@@ -824,7 +826,9 @@ int ccl_recover(struct ccl_tree *t, const struct pmidx_recover *prc)
 
 	finish_torn(&rc);
 	ts_reset(&rc);
-	atomic64_set(&t->ts, atomic64_read(&rc.maxts));
+	t->ts_base = atomic64_read(&rc.maxts);
+	for (b = t->bhead; b; b = b->next)
+		b->clock = t->ts_base;
 	atomic64_set(&t->blob_bytes, atomic64_read(&rc.blob_bytes));
 	/* the live key counter starts from here (ccl.h, struct ccl_pcpu) */
 	per_cpu_ptr(t->st, 0)->keys = atomic64_read(&rc.keys);

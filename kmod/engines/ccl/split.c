@@ -293,7 +293,7 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	ret = acquire(t, res, it, &p, &st);
 	if (ret)
 		goto out;
-	ret = ccl_log_trigger(t, trig, ntrig);
+	ret = ccl_log_trigger(t, b, trig, ntrig);
 	if (ret) {
 		for (j = 0; j < p.k; j++)
 			put_back(t, res, &p.nl[j]);
@@ -325,14 +325,14 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	for (j = p.k; j-- > 0;) {
 		struct ccl_bnode *nb = p.nl[j].bn;
 
-		ccl_bnode_make(t, nb, p.nl[j].fence, p.nl[j].off);
+		ccl_bnode_make(t, nb, p.nl[j].fence, p.nl[j].off, b->clock);
 		nb->next = j + 1 < p.k ? p.nl[j + 1].bn : b->next;
 	}
 	/* published with release: the new nodes are complete before */
 	for (j = 0; j < p.k; j++)
 		ccl_inner_insert(t, p.nl[j].fence, p.nl[j].bn, &st);
 	if (p.k)
-		smp_store_release(&b->next, p.nl[0].bn);
+		ccl_store_link(&b->next, p.nl[0].bn);
 	atomic64_add(p.k, &t->nleaves);
 	ccl_stat_inc(t, splits);
 

@@ -140,9 +140,11 @@ struct ut_chunk_hdr {
 	__le64	prev;		/* next older chunk, 0 = oldest */
 	__le64	owner;		/* pool offset of the index root */
 	__le32	id;		/* dense number inside the index */
-	__le32	crc;		/* crc32c of magic, owner, id (not prev: it
-				 * changes when an emptied chunk behind is
-				 * unlinked, by one atomic store) */
+	/*
+	 * crc32c of magic, owner, id (not prev: it changes when an emptied
+	 * chunk behind is unlinked, by one atomic store)
+	 */
+	__le32	crc;
 	__le64	reserved[4];
 };
 

@@ -194,7 +194,7 @@ static unsigned int leaf_bound(const struct utree *t, struct ut_leaf *l,
 	*eq = false;
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		c = ent_cmp(t, READ_ONCE(l->pfx[mid]), smp_load_acquire(&l->ent[mid]), k);
+		c = ent_cmp(t, READ_ONCE(l->pfx[mid]), ut_load_link(&l->ent[mid]), k);
 		if (c < 0 || (upper && !c)) {
 			lo = mid + 1;
 		} else {
@@ -213,7 +213,7 @@ static unsigned int inner_pos(struct ut_inner *in, unsigned int n,
 
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
-		if (sep_cmp(READ_ONCE(in->pfx[mid]), smp_load_acquire(&in->key[mid]), k) <= 0)
+		if (sep_cmp(READ_ONCE(in->pfx[mid]), ut_load_link(&in->key[mid]), k) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -233,7 +233,7 @@ static struct ut_leaf *descend(struct utree *t, const struct ut_skey *k,
 
 restart:
 	mv = ver_read(&t->tree.meta);
-	n = smp_load_acquire(&t->tree.root);
+	n = ut_load_link(&t->tree.root);
 	v = ver_read(&n->version);
 	if (!ver_check(&t->tree.meta, mv))
 		goto restart;
@@ -242,7 +242,7 @@ restart:
 
 		cnt = READ_ONCE(in->h.count);
 		c = cnt <= UT_INNER_CAP ?
-		    smp_load_acquire(&in->child[inner_pos(in, cnt, k)]) : NULL;
+		    ut_load_link(&in->child[inner_pos(in, cnt, k)]) : NULL;
 		if (!c) {
 			cpu_relax();
 			goto restart;
@@ -274,7 +274,7 @@ u64 ut_tree_get(struct utree *t, const struct ut_skey *k)
 		n = READ_ONCE(l->h.count);
 		if (n <= UT_LEAF_CAP) {
 			pos = leaf_bound(t, l, n, k, false, &eq);
-			e = eq ? smp_load_acquire(&l->ent[pos]) : 0;
+			e = eq ? ut_load_link(&l->ent[pos]) : 0;
 			if (ver_check(&l->h.version, v))
 				return ut_ent_node(e);
 		}
@@ -341,8 +341,8 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 		if (n > UT_LEAF_CAP)
 			goto retry;
 		pos = leaf_bound(t, leaf, n, k, false, &eq);
-		cur = eq ? ut_ent_node(smp_load_acquire(&leaf->ent[pos])) : 0;
-		e = pos ? smp_load_acquire(&leaf->ent[pos - 1]) : 0;
+		cur = eq ? ut_ent_node(ut_load_link(&leaf->ent[pos])) : 0;
+		e = pos ? ut_load_link(&leaf->ent[pos - 1]) : 0;
 		if (!ver_check(&leaf->h.version, v))
 			goto retry;
 		if (pos) {
@@ -353,7 +353,7 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 		hint = left_hint(t, leaf, v, &seq);
 		for (l = leaf, steps = 0;; l = p, steps++) {
 			jump = l == leaf && hint;
-			p = jump ? hint : smp_load_acquire(&l->prev);
+			p = jump ? hint : ut_load_link(&l->prev);
 			if (!p) {
 				/* all empty to the left: jump to the first leaf */
 				if (steps > 1)
@@ -363,7 +363,7 @@ u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred)
 			}
 			pv = ver_read(&p->h.version);
 			c = READ_ONCE(p->h.count);
-			e = c && c <= UT_LEAF_CAP ? smp_load_acquire(&p->ent[c - 1]) : 0;
+			e = c && c <= UT_LEAF_CAP ? ut_load_link(&p->ent[c - 1]) : 0;
 			if (!ver_check(&p->h.version, pv) || c > UT_LEAF_CAP)
 				goto retry;
 			/*
@@ -440,8 +440,8 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		r->next = l->next;
 		/* release: @r complete before anyone can reach it */
 		if (l->next)
-			smp_store_release(&l->next->prev, r);
-		smp_store_release(&l->next, r);
+			ut_store_link(&l->next->prev, r);
+		ut_store_link(&l->next, r);
 		WRITE_ONCE(l->h.count, m);
 	} else {
 		struct ut_inner *in = container_of(n, struct ut_inner, h);
@@ -460,16 +460,16 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		pc = parent->h.count;
 		for (i = 0; i < pc && parent->child[i] != n; i++)
 			;
-		smp_store_release(&parent->child[pc + 1], parent->child[pc]);
+		ut_store_link(&parent->child[pc + 1], parent->child[pc]);
 		for (m = pc; m > i; m--) {
 			WRITE_ONCE(parent->pfx[m], parent->pfx[m - 1]);
-			smp_store_release(&parent->key[m], parent->key[m - 1]);
+			ut_store_link(&parent->key[m], parent->key[m - 1]);
 			if (m > i + 1)
-				smp_store_release(&parent->child[m], parent->child[m - 1]);
+				ut_store_link(&parent->child[m], parent->child[m - 1]);
 		}
 		WRITE_ONCE(parent->pfx[i], seppfx);
-		smp_store_release(&parent->key[i], sep);
-		smp_store_release(&parent->child[i + 1], sib);
+		ut_store_link(&parent->key[i], sep);
+		ut_store_link(&parent->child[i + 1], sib);
 		WRITE_ONCE(parent->h.count, pc + 1);
 	} else {
 		root->h.count = 1;
@@ -478,7 +478,7 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		root->child[0] = n;
 		root->child[1] = sib;
 		/* release: the new root is complete before readers find it */
-		smp_store_release(&t->tree.root, &root->h);
+		ut_store_link(&t->tree.root, &root->h);
 	}
 	ver_unlock(&n->version);
 	ver_unlock(upper);
@@ -502,7 +502,7 @@ static void leaf_insert_locked(struct utree *t, struct ut_leaf *l,
 
 	pos = leaf_bound(t, l, cnt, k, false, &eq);
 	if (eq) {
-		smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
+		ut_store_link(&l->ent[pos], ut_ent_make(node, k->len));
 		return;
 	}
 	if (!cnt) {
@@ -512,10 +512,10 @@ static void leaf_insert_locked(struct utree *t, struct ut_leaf *l,
 	}
 	for (i = cnt; i > pos; i--) {
 		WRITE_ONCE(l->pfx[i], l->pfx[i - 1]);
-		smp_store_release(&l->ent[i], l->ent[i - 1]);
+		ut_store_link(&l->ent[i], l->ent[i - 1]);
 	}
 	WRITE_ONCE(l->pfx[pos], k->pfx);
-	smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
+	ut_store_link(&l->ent[pos], ut_ent_make(node, k->len));
 	WRITE_ONCE(l->h.count, cnt + 1);
 }
 
@@ -538,7 +538,7 @@ int ut_tree_insert(struct utree *t, const struct ut_skey *k, u64 node)
 
 restart:
 	mv = ver_read(&t->tree.meta);
-	n = smp_load_acquire(&t->tree.root);
+	n = ut_load_link(&t->tree.root);
 	v = ver_read(&n->version);
 	if (!ver_check(&t->tree.meta, mv))
 		goto restart;
@@ -550,7 +550,7 @@ restart:
 		cnt = READ_ONCE(n->count);
 		if (cnt >= UT_INNER_CAP)
 			goto split;
-		c = smp_load_acquire(&in->child[inner_pos(in, cnt, k)]);
+		c = ut_load_link(&in->child[inner_pos(in, cnt, k)]);
 		if (!c) {
 			cpu_relax();
 			goto restart;
@@ -608,7 +608,7 @@ bool ut_tree_replace(struct utree *t, const struct ut_skey *k, u64 old,
 	pos = leaf_bound(t, l, l->h.count, k, false, &eq);
 	ok = eq && ut_ent_node(l->ent[pos]) == old;
 	if (ok)
-		smp_store_release(&l->ent[pos], ut_ent_make(node, k->len));
+		ut_store_link(&l->ent[pos], ut_ent_make(node, k->len));
 	ver_unlock(&l->h.version);
 	return ok;
 }
@@ -628,7 +628,7 @@ bool ut_tree_remove(struct utree *t, const struct ut_skey *k, u64 node)
 	if (ok) {
 		for (i = pos; i + 1 < cnt; i++) {
 			WRITE_ONCE(l->pfx[i], l->pfx[i + 1]);
-			smp_store_release(&l->ent[i], l->ent[i + 1]);
+			ut_store_link(&l->ent[i], l->ent[i + 1]);
 		}
 		WRITE_ONCE(l->h.count, cnt - 1);
 	}
@@ -646,7 +646,7 @@ static void leaf_copy(struct ut_iter *it, struct ut_leaf *l, unsigned int from,
 
 	for (i = from; i < to; i++) {
 		it->pfx[i - from] = READ_ONCE(l->pfx[i]);
-		it->ent[i - from] = smp_load_acquire(&l->ent[i]);
+		it->ent[i - from] = ut_load_link(&l->ent[i]);
 	}
 }
 
@@ -671,7 +671,7 @@ void ut_iter_seek(struct utree *t, struct ut_iter *it,
 			pos = leaf_bound(t, l, n, k, after, &eq);
 			it->n = n - pos;
 			leaf_copy(it, l, pos, n);
-			it->next = smp_load_acquire(&l->next);
+			it->next = ut_load_link(&l->next);
 			it->i = 0;
 			if (ver_check(&l->h.version, v))
 				return;
@@ -703,7 +703,7 @@ bool ut_iter_next_leaf(struct utree *t, struct ut_iter *it)
 		n = READ_ONCE(l->h.count);
 		if (n <= UT_LEAF_CAP) {
 			leaf_copy(it, l, 0, n);
-			next = smp_load_acquire(&l->next);
+			next = ut_load_link(&l->next);
 			if (ver_check(&l->h.version, v)) {
 				it->n = n;
 				it->next = next;

@@ -99,6 +99,15 @@ struct ut_tnode {
 	u8	leaf;
 };
 
+/*
+ * A word an optimistic reader follows before its version check (struct
+ * ut_leaf): stored with release, so what it names is complete first,
+ * and loaded with acquire (the pair ThreadSanitizer can see).
+ */
+#define ut_store_link(p, v)	smp_store_release(p, v)
+/* pairs with ut_store_link() */
+#define ut_load_link(p)		smp_load_acquire(p)
+
 /* An immutable separator key of an inner node (freed with the tree). */
 struct ut_ikey {
 	u64	pfx;
