@@ -10,6 +10,9 @@
 #
 #   docs/measurements/issue15-run.sh OLD-BENCH NEW-BENCH [KEYS] [REPEATS]
 #
+# THREADS (default 1): threads per run; TAG: results in
+# build/measure/issue15-TAG instead.
+#
 # Writes build/measure/issue15/*.json and prints two markdown tables:
 # Mops/s of load (insert), C (get), update, scan (100 records, SCAN_OPS
 # scans) and delete, old -> new medians and their ratio; and the median
@@ -21,7 +24,8 @@ OLD=$1 NEW=$2 KEYS=${3:-1000000} REPS=${4:-3}
 SCAN_OPS=${SCAN_OPS:-200000}
 ENGINES=${ENGINES:-"ccl utree"}
 WLS=${WLS:-"C update scan delete"}
-OUT=build/measure/issue15
+OUT=build/measure/issue15${TAG:+-$TAG}
+THREADS=${THREADS:-1}
 POOL=${POOL:-/dev/shm/issue15.pool}
 mkdir -p "$OUT"
 if [ -z "${NORUN:-}" ]; then
@@ -40,7 +44,7 @@ for r in $(seq 1 "$REPS"); do
 				bin=$OLD
 				[ $b = new ] && bin=$NEW
 				"$bin" --path "inproc:$POOL" --engine "$e" --workload "$w" \
-					--keys "$KEYS" --ops "$ops" \
+					--keys "$KEYS" --ops "$ops" --threads "$THREADS" \
 					--json "$OUT/run-$b-$e-$w-$r.json" >/dev/null
 			done
 		done

@@ -145,13 +145,13 @@ static inline unsigned int ccl_perm_at(u64 perm, unsigned int i)
  * @perm:  the leaf's live slots in key order, valid iff @ptag matches
  *         the leaf (see "sorted permutation" above)
  * @ptag:  ccl_perm_tag() of the leaf's meta word @perm was made for
- * @clock: the last timestamp handed out for this node's range, written
- *         under the lock (ccl_next_ts(); ccl.c, "Timestamps")
  * @next:  right neighbour (same order as the leaf list); stored with
  *         release, loaded with acquire: a reader follows it to the
  *         neighbour's @low before its version check
  * @ovf:   recovered KVs beyond the slots, drained before any write
  * @low:   low fence key, immutable (the head node's is empty)
+ * @clock: the last timestamp handed out for this node's range, written
+ *         under the lock (ccl_next_ts(); ccl.c, "Timestamps")
  * @slot:  t->nbatch slots
  */
 struct ccl_bnode {
@@ -161,11 +161,12 @@ struct ccl_bnode {
 	u8			sfp[CCL_NBATCH_MAX];
 	u8			pad;
 	u64			perm;
-	u64			clock;
 	u32			ptag;
 	struct ccl_bnode	*next;
 	struct ccl_ovf		*ovf;
 	const struct ccl_fence	*low;
+	/* after @low: readers find all they need in the first 64 bytes */
+	u64			clock;
 	struct ccl_kv		slot[];
 };
 
