@@ -241,7 +241,7 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 
 	b = ccl_find_lock(t, r->key, r->klen, &h);
 	/* out of timestamps (see ccl.c): refuse before changing anything */
-	if (unlikely(b->clock > CCL_TS_LIMIT - CCL_TS_SLACK)) {
+	if (unlikely(ccl_ts_near_limit(b))) {
 		ccl_bn_unlock_clean(b, h);
 		return -EOVERFLOW;
 	}

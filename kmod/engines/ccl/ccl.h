@@ -35,9 +35,12 @@
 #define CCL_FANOUT		32
 /*
  * Timestamps (ccl.c): recovery refuses any above CCL_TS_LIMIT, so a write
- * is refused once its node's clock passes CCL_TS_LIMIT - CCL_TS_SLACK:
- * the slack is for the timestamps flushes, merges, collections and the
- * detach still take after the last write that was let through.
+ * is refused once its node's clock passes CCL_TS_LIMIT - CCL_TS_SLACK
+ * (ccl_ts_near_limit()): the slack is for the timestamps the flush of
+ * what it buffered, merges and the detach still take after the last
+ * write let through. Collections flush such a node rather than copy its
+ * buffered KVs to the new log side again and again (gc.c), so other
+ * nodes' writes cannot walk its clock up.
  */
 #define CCL_TS_LIMIT		(PMIDX_WAL_TS_MAX - (1ULL << 32))
 #define CCL_TS_SLACK		(1ULL << 24)
@@ -350,9 +353,17 @@ static inline bool ccl_ready(struct ccl_tree *t)
 	return smp_load_acquire(&t->ready);
 }
 
+/* @b's writes are refused (ccl.h, CCL_TS_SLACK); @b locked. */
+static inline bool ccl_ts_near_limit(const struct ccl_bnode *b)
+{
+	return b->clock > CCL_TS_LIMIT - CCL_TS_SLACK;
+}
+
 /*
  * A timestamp for a change to @b's range (a log entry, a leaf commit);
- * @b locked. @stamps counts them for the checker (check.c).
+ * @b locked. @stamps counts them for the checker (check.c), which needs
+ * the count visible before the key counter the change moves later: the
+ * kernel build is x86-64 only (Kbuild), where stores are not reordered.
  */
 static inline u64 ccl_next_ts(struct ccl_tree *t, struct ccl_bnode *b)
 {

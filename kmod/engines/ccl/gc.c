@@ -63,7 +63,12 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	unsigned int i, pos = bn_pos(*h);
 	int ret;
 
-	if (b->ovf || (c->naive && pos))
+	/*
+	 * A node past the write limit is flushed, not copied: each copy
+	 * takes timestamps, and its writers can no longer flush it
+	 * (ccl.h, CCL_TS_SLACK).
+	 */
+	if (b->ovf || (c->naive && pos) || (pos && ccl_ts_near_limit(b)))
 		return ccl_flush(t, b, h, NULL, 0, c->res);
 	for (i = 0; i < pos; i++) {
 		if (bn_ebit(*h, i) == c->side)

@@ -31,7 +31,7 @@
  *      and held by the log until it is recycled (core/wal.h, "Lifetime
  *      rule"): otherwise the trace would free them while the sealed
  *      entries still name them;
- *   F. the timestamp counter resumes above every timestamp seen.
+ *   F. every buffer node's clock starts at the newest timestamp seen.
  *
  * Nothing is flushed to leaves during recovery (that could need a split,
  * hence an allocation); the first GC after attach copies the replayed KVs
@@ -693,7 +693,7 @@ static int replay_worker(void *arg, unsigned int w)
 }
 
 /*
- * F: the counter resumes above every timestamp seen. When the log holds
+ * F: the node clocks start at the newest timestamp seen. When the log holds
  * nothing (a clean detach flushed it) the leaf timestamps are not needed
  * any more; once they grow large they are reset to 0 (the paper resets
  * them at every recovery, its TSC timestamps restart at boot), so the
