@@ -201,10 +201,13 @@ void ut_img_free(void *img, u64 size)
 }
 
 /*
- * Copy word by word, as a power cut freezes memory: other threads of the
- * pool (a GC thread) may still be writing, and such an image is a crash
- * image like any other. Not instrumented: ThreadSanitizer would report
- * the snapshot itself as a race with them.
+ * The pool's own threads (a GC thread, work items) are frozen where they
+ * sleep while the image is copied (shim_freeze()): a copy taken while one
+ * of them writes is no crash image, as a later store of its could be in
+ * the copy without an earlier one at a lower address. Frozen anywhere
+ * they sleep, even mid-collection, the copy is a state the pool passed
+ * through with every store in it: an eADR power cut. Not instrumented
+ * by ThreadSanitizer: a word-by-word read of memory other threads own.
  */
 __attribute__((no_sanitize("thread")))
 static void img_snapshot(u64 *dst, const u64 *src, u64 size)
@@ -219,7 +222,9 @@ void *ut_img_dup(const void *img, u64 size)
 {
 	void *p = ut_img_alloc(size);
 
+	shim_freeze();
 	img_snapshot(p, img, size);
+	shim_thaw();
 	return p;
 }
 

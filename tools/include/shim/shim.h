@@ -50,4 +50,21 @@ void shim_set_thread_ctx(void *ctx);
 /* Threads the shim started so far (work items). */
 unsigned long shim_work_threads(void);
 
+/*
+ * Hold every kernel thread and work item where it sleeps (or before it
+ * starts) until shim_thaw(): memory then changes only under the caller,
+ * so a copy of a pool image taken in between is one instant, as a power
+ * cut. Not from a kernel thread or a work item; no kernel lock held.
+ */
+void shim_freeze(void);
+void shim_thaw(void);
+/*
+ * The shim's own threads, around what they run and where they sleep
+ * (sched.c, workqueue.c).
+ */
+void shim_run_begin(void);
+void shim_run_end(void);
+bool shim_sleep_begin(void);
+void shim_sleep_end(bool running);
+
 #endif

@@ -19,6 +19,7 @@
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
+#include <shim/shim.h>
 
 struct shim_task {
 	struct task_struct	task;		/* what kernel code sees */
@@ -135,18 +136,71 @@ unsigned long shim_wait_prepare(wait_queue_head_t *wq)
 	return seen;
 }
 
+/* ---- freezing (shim.h) --------------------------------------------------------- */
+
+/*
+ * Kernel threads and work items run holding run_lock for reading and let
+ * it go only where they sleep; shim_freeze() takes it for writing. Writers
+ * first: a thread that wakes while a freeze waits stays asleep.
+ */
+static pthread_rwlock_t run_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+static __thread bool running;	/* this thread holds run_lock */
+
+void shim_run_begin(void)
+{
+	pthread_rwlock_rdlock(&run_lock);
+	running = true;
+}
+
+void shim_run_end(void)
+{
+	running = false;
+	pthread_rwlock_unlock(&run_lock);
+}
+
+/* Around a sleep of the calling thread, if it runs under run_lock. */
+bool shim_sleep_begin(void)
+{
+	bool k = running;
+
+	if (k)
+		shim_run_end();
+	return k;
+}
+
+void shim_sleep_end(bool k)
+{
+	if (k)
+		shim_run_begin();
+}
+
+void shim_freeze(void)
+{
+	pthread_rwlock_wrlock(&run_lock);
+}
+
+void shim_thaw(void)
+{
+	pthread_rwlock_unlock(&run_lock);
+}
+
 void shim_wait_sleep(wait_queue_head_t *wq, unsigned long seen, s64 deadline_ms)
 {
+	bool k = shim_sleep_begin();
+
 	pthread_mutex_lock(&wq->lock);
 	while (wq->wakeups == seen && !stop_requested(self) &&
 	       (!deadline_ms || shim_now_ms() < deadline_ms))
 		cond_wait_until(&wq->cond, &wq->lock, deadline_ms);
 	pthread_mutex_unlock(&wq->lock);
+	shim_sleep_end(k);
 }
 
 long schedule_timeout(long timeout)
 {
 	s64 deadline;
+	bool k;
 
 	might_sleep();
 	shim_current();
@@ -154,10 +208,12 @@ long schedule_timeout(long timeout)
 		deadline = 0;
 	else
 		deadline = shim_now_ms() + (timeout > 0 ? timeout : 0);
+	k = shim_sleep_begin();
 	pthread_mutex_lock(&self->lock);
 	if (!stop_requested(self) && timeout > 0)
 		cond_wait_until(&self->cond, &self->lock, deadline);
 	pthread_mutex_unlock(&self->lock);
+	shim_sleep_end(k);
 	if (!deadline)
 		return MAX_SCHEDULE_TIMEOUT;
 	return max_t(s64, deadline - shim_now_ms(), 0);
@@ -166,10 +222,13 @@ long schedule_timeout(long timeout)
 void msleep(unsigned int msecs)
 {
 	struct timespec ts = { msecs / 1000, (msecs % 1000) * 1000000L };
+	bool k;
 
 	might_sleep();
+	k = shim_sleep_begin();
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+	shim_sleep_end(k);
 }
 
 void usleep_range(unsigned long min, unsigned long max)
@@ -202,7 +261,9 @@ static void *kthread_main(void *arg)
 		pthread_cond_wait(&t->cond, &t->lock);
 	run = t->started && !stop_requested(t);
 	pthread_mutex_unlock(&t->lock);
+	shim_run_begin();
 	t->ret = run ? t->fn(t->data) : -EINTR;
+	shim_run_end();
 	return NULL;
 }
 
@@ -246,6 +307,7 @@ int kthread_stop(struct task_struct *task)
 {
 	struct shim_task *t = container_of(task, struct shim_task, task);
 	wait_queue_head_t *wq;
+	bool k;
 	int ret;
 
 	might_sleep();
@@ -256,7 +318,9 @@ int kthread_stop(struct task_struct *task)
 	pthread_mutex_unlock(&t->lock);
 	if (wq)
 		__wake_up(wq);
+	k = shim_sleep_begin();
 	pthread_join(t->thread, NULL);
+	shim_sleep_end(k);
 	ret = t->ret;
 	free(t);
 	return ret;

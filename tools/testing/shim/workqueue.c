@@ -84,7 +84,9 @@ static void *work_thread(void *arg)
 
 		thread_ctx = run->ctx;
 		__atomic_store_n(&run->work->pending, 0, __ATOMIC_RELEASE);
+		shim_run_begin();	/* shim_freeze() */
 		run->func(run->work);
+		shim_run_end();
 		thread_ctx = NULL;
 		/* an idle worker holds no CPU: new threads spread as before */
 		shim_cpu_unbind();
@@ -170,7 +172,7 @@ static bool run_matches(struct work_run *run, struct workqueue_struct *wq,
 static bool join_runs(struct workqueue_struct *wq, struct work_struct *work)
 {
 	struct work_run *run, *tmp;
-	bool joined = false, busy;
+	bool joined = false, busy, k = shim_sleep_begin();
 
 	pthread_mutex_lock(&wq_lock);
 	for (;;) {
@@ -191,6 +193,7 @@ static bool join_runs(struct workqueue_struct *wq, struct work_struct *work)
 		pthread_cond_wait(&wq_cond, &wq_lock);
 	}
 	pthread_mutex_unlock(&wq_lock);
+	shim_sleep_end(k);
 	return joined;
 }
 
