@@ -10,9 +10,9 @@
  *
  * PMIDX_DISPATCH_NOWAIT (io_uring's first, non-blocking issue): only what
  * cannot sleep runs: LOOKUP when pool->lock is free, GET with an atomic
- * buffer. Writes may allocate or help the GC, SCAN and CHECK walk far and
- * BATCH runs many ops: they answer -EAGAIN and io_uring issues them again
- * from a worker, where they may sleep.
+ * buffer, a BATCH of such GETs. Writes may allocate, wait for a checker's
+ * freeze or help the GC, SCAN and CHECK walk far: they answer -EAGAIN and
+ * io_uring issues them again from a worker, where they may sleep.
  *
  * Buffers: nothing on the per-operation path allocates. Keys (at most
  * PMIDX_KEY_MAX bytes) and values of up to OP_STACK_MAX bytes live on the
@@ -395,20 +395,32 @@ static u64 out_bytes(const struct pmidx_cmd *c)
  * changes nothing; then run them in order and write every entry's outputs
  * back. A failing entry does not stop the others: its errno is its result.
  * A fatal signal does: the entries not run yet report -EINTR.
+ *
+ * Under PMIDX_DISPATCH_NOWAIT only a batch of GETs runs, each entry as a
+ * non-blocking GET; if one cannot (-EAGAIN), the whole batch answers
+ * -EAGAIN with no output written, to be run again from the start where
+ * it may sleep. That is sound because GETs change nothing: a write must
+ * never run twice, so a batch holding one always waits for the worker.
  */
 static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		    const struct pmidx_uaccess *ua, unsigned int flags)
 {
+	bool nowait = flags & PMIDX_DISPATCH_NOWAIT, cache;
 	struct pmidx_cmd *ents;
 	u64 out = 0;
 	u32 i, failed = 0;
-	bool cache;
+	u8 ents_op;
 	int ret;
 
+	/* a batch of writes waits for the worker: its first entry tells */
+	BUILD_BUG_ON(offsetof(struct pmidx_cmd, op) != 0);
+	if (nowait && (ua->from(&ents_op, c->val, sizeof(ents_op)) ||
+		       ents_op != PMIDX_OP_GET))
+		return -EAGAIN;
 	/* c->val_len is c->count entries (check_batch_shape()) */
 	ents = scratch_get(pool, c->val_len, flags, &cache);
 	if (!ents)
-		return -ENOMEM;
+		return nowait ? -EAGAIN : -ENOMEM;
 	ret = ua->from(ents, c->val, c->val_len);
 	if (ret)
 		goto out;
@@ -427,15 +439,23 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 			goto out;
 		}
 	}
+	for (i = 0; nowait && i < c->count; i++) {
+		if (ents[i].op != PMIDX_OP_GET) {
+			ret = -EAGAIN;
+			goto out;
+		}
+	}
 	for (i = 0; i < c->count; i++) {
 		ret = -EINTR;
 		if (!fatal_signal_pending(current))
 			ret = run_cmd(pool, &ents[i], ua, flags);
+		if (ret == -EAGAIN && nowait)
+			goto out;
 		ents[i].result = (u64)(s64)ret;
 		failed += ret != 0;
 		cond_resched();
 	}
-	ret = ua->to(c->val, ents, c->val_len);
+	ret = ua->batch_out(c->val, ents, c->count);
 	if (!ret)
 		c->result = failed;
 out:
@@ -463,10 +483,7 @@ int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	ret = check_shape(cmd);
 	if (ret)
 		return ret;
-	if (cmd->op == PMIDX_OP_BATCH) {
-		if (flags & PMIDX_DISPATCH_NOWAIT)
-			return -EAGAIN;
+	if (cmd->op == PMIDX_OP_BATCH)
 		return do_batch(pool, cmd, ua, flags);
-	}
 	return run_cmd(pool, cmd, ua, flags);
 }

@@ -7,12 +7,18 @@
 
 /*
  * How the dispatcher reaches the caller's buffers: copy_{from,to}_user in
- * the kernel, plain memcpy for libpmidx's in-process mode. Both return 0
+ * the kernel, plain memcpy for libpmidx's in-process mode. All return 0
  * or -EFAULT.
+ *
+ * @batch_out writes back what a BATCH changed in its @n entries, the
+ * outputs of struct pmidx_cmd (flags, val_len, count, result), into the
+ * caller's array at @dst, and leaves the inputs there alone: a fifth of
+ * the bytes of copying the array back.
  */
 struct pmidx_uaccess {
 	int (*from)(void *dst, u64 src, u32 len);
 	int (*to)(u64 dst, const void *src, u32 len);
+	int (*batch_out)(u64 dst, const struct pmidx_cmd *ents, u32 n);
 };
 
 /* pmidx_dispatch() @flags */

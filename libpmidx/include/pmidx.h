@@ -223,6 +223,12 @@ int pmidx_batch(struct pmidx_pool *pool, struct pmidx_req *reqs,
 /* pmidx_ring_open() flags */
 #define PMIDX_RING_SYNC		(1U << 0)	/* never use io_uring */
 #define PMIDX_RING_NO_FALLBACK	(1U << 1)	/* fail instead of running sync */
+/*
+ * io_uring with a kernel thread polling the submission queue
+ * (IORING_SETUP_SQPOLL, 50 ms idle): submitting takes no syscall while it
+ * polls, at the cost of a CPU it keeps busy meanwhile.
+ */
+#define PMIDX_RING_SQPOLL	(1U << 2)
 
 #define PMIDX_RING_DEPTH_MAX	4096
 
@@ -248,7 +254,7 @@ typedef void (*pmidx_done_fn)(struct pmidx_ring *ring,
 /*
  * Open a ring of @depth (1..PMIDX_RING_DEPTH_MAX) operations on @pool.
  * @flags: PMIDX_RING_SYNC, PMIDX_RING_NO_FALLBACK (then the reason
- * io_uring cannot be used is returned instead).
+ * io_uring cannot be used is returned instead), PMIDX_RING_SQPOLL.
  */
 int pmidx_ring_open(struct pmidx_pool *pool, unsigned int depth,
 		    unsigned int flags, struct pmidx_ring **ring);

@@ -63,9 +63,26 @@ static int file_to(u64 dst, const void *src, u32 len)
 	return 0;
 }
 
+static int file_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
+{
+	struct pmidx_cmd *u = (void *)(uintptr_t)dst;
+	u32 i;
+
+	if (!u)
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		u[i].flags = ents[i].flags;
+		u[i].val_len = ents[i].val_len;
+		u[i].count = ents[i].count;
+		u[i].result = ents[i].result;
+	}
+	return 0;
+}
+
 static const struct pmidx_uaccess file_uaccess = {
-	.from	= file_from,
-	.to	= file_to,
+	.from		= file_from,
+	.to		= file_to,
+	.batch_out	= file_batch_out,
 };
 
 static bool file_probe(const char *path, const struct stat *st)

@@ -52,7 +52,8 @@ static int ring_pick_backend(struct pmidx_ring *r, unsigned int flags)
 	int why = 0;
 
 	if (!sync_forced(flags)) {
-		why = r->pool->fd < 0 ? -EOPNOTSUPP : pmidx_ring_uring_init(r);
+		why = r->pool->fd < 0 ? -EOPNOTSUPP :
+		      pmidx_ring_uring_init(r, flags & PMIDX_RING_SQPOLL);
 		if (!why) {
 			r->be = &pmidx_ring_uring;
 			return 0;
@@ -76,7 +77,8 @@ int pmidx_ring_open(struct pmidx_pool *pool, unsigned int depth,
 
 	*ringp = NULL;
 	if (!pool || !depth || depth > PMIDX_RING_DEPTH_MAX ||
-	    (flags & ~(PMIDX_RING_SYNC | PMIDX_RING_NO_FALLBACK)))
+	    (flags & ~(PMIDX_RING_SYNC | PMIDX_RING_NO_FALLBACK |
+		       PMIDX_RING_SQPOLL)))
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)

@@ -73,17 +73,18 @@ struct pmidx_ring {
 	struct slot_fifo		pending;
 	/* io_uring backend */
 	struct io_uring			uring;
+	bool				fixed_file;	/* pool fd registered */
 };
 
 extern const struct ring_backend pmidx_ring_uring;
 extern const struct ring_backend pmidx_ring_sync;
 
 /*
- * Set up the io_uring backend on @r (depth and pool set). Return: 0, or
- * why it cannot be used: the error of io_uring setup or of a probe
- * command the kernel refused.
+ * Set up the io_uring backend on @r (depth and pool set), with a polling
+ * submission thread if @sqpoll. Return: 0, or why it cannot be used: the
+ * error of io_uring setup or of a probe command the kernel refused.
  */
-int pmidx_ring_uring_init(struct pmidx_ring *r);
+int pmidx_ring_uring_init(struct pmidx_ring *r, bool sqpoll);
 
 /* The backend handed @n queued operations to the kernel. */
 static inline void ring_submitted(struct pmidx_ring *r, unsigned int n)

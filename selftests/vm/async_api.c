@@ -8,6 +8,9 @@
  *   lodge, pfart          PMIDX_RING_NO_FALLBACK: no silent fallback)
  *   ccl_sync, ...,        the same tests with PMIDX_RING_SYNC=1 in the
  *   pfart_sync            environment: every ring falls back to ioctls
+ *   ccl_sqpoll,           rings opened with PMIDX_RING_SQPOLL: a kernel
+ *   utree_sqpoll          thread takes the SQEs (the library's path is
+ *                         the engine's own only below the dispatcher)
  *
  * A variant whose engine the module does not build is skipped (creating
  * its index answers -EOPNOTSUPP).
@@ -87,6 +90,7 @@ FIXTURE_VARIANT(async) {
 	const char	*engine;
 	uint32_t	engine_id;
 	bool		sync;		/* PMIDX_RING_SYNC=1: ioctl fallback */
+	bool		sqpoll;		/* PMIDX_RING_SQPOLL */
 };
 
 FIXTURE_VARIANT_ADD(async, ccl) {
@@ -127,6 +131,14 @@ FIXTURE_VARIANT_ADD(async, lodge_sync) {
 
 FIXTURE_VARIANT_ADD(async, pfart_sync) {
 	.engine = "pfart", .engine_id = PMIDX_ENGINE_PFART, .sync = true,
+};
+
+FIXTURE_VARIANT_ADD(async, ccl_sqpoll) {
+	.engine = "ccl", .engine_id = PMIDX_ENGINE_CCL, .sqpoll = true,
+};
+
+FIXTURE_VARIANT_ADD(async, utree_sqpoll) {
+	.engine = "utree", .engine_id = PMIDX_ENGINE_UTREE, .sqpoll = true,
 };
 
 static int open_handles(FIXTURE_DATA(async) *self)
@@ -215,7 +227,8 @@ static int ring_open(FIXTURE_DATA(async) *self,
 	int ret, why = 0, want;
 
 	ret = pmidx_ring_open(self->pool, depth,
-			      variant->sync ? 0 : PMIDX_RING_NO_FALLBACK, r);
+			      (variant->sync ? 0 : PMIDX_RING_NO_FALLBACK) |
+			      (variant->sqpoll ? PMIDX_RING_SQPOLL : 0), r);
 	if (ret)
 		return ret;
 	want = variant->sync ? PMIDX_RING_MODE_SYNC : PMIDX_RING_MODE_URING;

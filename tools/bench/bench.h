@@ -36,6 +36,7 @@ enum bench_path {
 enum bench_dist {
 	DIST_UNIFORM,
 	DIST_ZIPF,	/* scrambled zipfian (hot keys spread out) */
+	DIST_SEQUENTIAL, /* in key order, as the kernel path runs */
 };
 
 enum bench_wl {
@@ -82,6 +83,7 @@ struct bench_cfg {
 	enum bench_wl		phases[BENCH_MAX_PHASES];
 	unsigned int		nphases;
 	bool			prefault;	/* inproc: the pool's pages */
+	bool			sqpoll;		/* uring: PMIDX_RING_SQPOLL */
 	bool			twin;		/* volatile twin: no restart times */
 };
 
@@ -123,6 +125,7 @@ struct wl_gen {
 };
 
 const char *wl_name(enum bench_wl wl);
+const char *dist_name(enum bench_dist dist);
 int wl_parse(const char *s, enum bench_wl *wl);
 /* Operations a phase of @wl runs: loads and deletes touch each key once. */
 uint64_t wl_phase_ops(const struct bench_cfg *c, enum bench_wl wl);

@@ -189,7 +189,9 @@ static void uring_thread(struct bench_thread *t)
 	t->err = slots_alloc(&ut, c);
 	if (!t->err) {
 		t->err = pmidx_ring_open(t->run->pool, c->qd,
-					 PMIDX_RING_NO_FALLBACK, &ut.ring);
+					 PMIDX_RING_NO_FALLBACK |
+					 (c->sqpoll ? PMIDX_RING_SQPOLL : 0),
+					 &ut.ring);
 		if (t->err)
 			snprintf(t->why, sizeof(t->why),
 				 "no io_uring passthrough (pmidx_ring_open)");

@@ -69,8 +69,10 @@ static void usage(FILE *f)
 "  --keys N          keys loaded (default 100000)\n"
 "  --ops N           operations of the workload (default: --keys)\n"
 "  --threads T       threads, each with its own ring on the uring path\n"
-"  --dist D          uniform (default) or zipfian: keys of reads,\n"
-"                    updates and scans\n"
+"  --dist D          uniform (default), zipfian or sequential: keys\n"
+"                    of reads, updates and scans (sequential: each\n"
+"                    thread walks its share of 0..keys-1 in order and\n"
+"                    wraps, as the kernel path does)\n"
 "  --theta X         zipfian constant in [0, 1) (default 0.99)\n"
 "  --key-size B      8..255 (default 8): big-endian number, then padding\n"
 "  --value-size B    0..65536 (default 8)\n"
@@ -78,6 +80,8 @@ static void usage(FILE *f)
 "  --batch N         ops per BATCH command, 1..1024 (default 1: one op per\n"
 "                    SQE or ioctl); uring and ioctl paths; lmdb: ops per\n"
 "                    transaction\n"
+"  --sqpoll          uring: a kernel thread polls the submission queue\n"
+"                    (PMIDX_RING_SQPOLL)\n"
 "  --index NAME      index to use (default \"" BENCH_INDEX "\")\n"
 "  --no-create       use the existing index (pool file, lmdb DIR) as it\n"
 "                    is; otherwise the index is dropped and created again\n"
@@ -100,7 +104,8 @@ static void usage(FILE *f)
 "  --compare SPEC... run one configuration per SPEC, each the options\n"
 "                    above changed by SPEC = KEY=VALUE[,KEY=VALUE]... with\n"
 "                    KEY one of path, engine, workload, keys, ops, threads,\n"
-"                    dist, theta, key-size, value-size, qd, batch, phases\n"
+"                    dist, theta, key-size, value-size, qd, batch,\n"
+"                    sqpoll (0 or 1), phases\n"
 "                    (its LIST separated by +: phases=load+get); ratios\n"
 "                    of ops/s are against the first SPEC, phase by phase\n"
 "                    (at most %d SPECs, anywhere on the command line)\n"
@@ -180,6 +185,8 @@ static int parse_dist(struct bench_cfg *c, const char *s)
 		c->dist = DIST_UNIFORM;
 	else if (!strcmp(s, "zipfian") || !strcmp(s, "zipf"))
 		c->dist = DIST_ZIPF;
+	else if (!strcmp(s, "sequential") || !strcmp(s, "seq"))
+		c->dist = DIST_SEQUENTIAL;
 	else
 		return -EINVAL;
 	return 0;
@@ -238,6 +245,14 @@ static int set_opt(struct bench_cfg *c, const char *name, const char *v)
 		return parse_uint(v, 1, PMIDX_RING_DEPTH_MAX, &c->qd);
 	if (!strcmp(name, "batch"))
 		return parse_uint(v, 1, PMIDX_BATCH_MAX, &c->batch);
+	if (!strcmp(name, "sqpoll")) {
+		unsigned int on;
+
+		if (parse_uint(v, 0, 1, &on))
+			return -EINVAL;
+		c->sqpoll = on;
+		return 0;
+	}
 	if (!strcmp(name, "index"))
 		return (c->index = v) && *v ? 0 : -EINVAL;
 	if (!strcmp(name, "seed"))
@@ -288,6 +303,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "qd", 1, NULL, 0 }, { "batch", 1, NULL, 0 },
 		{ "index", 1, NULL, 0 }, { "seed", 1, NULL, 0 },
 		{ "phases", 1, NULL, 0 }, { "prefault", 0, NULL, 'P' },
+		{ "sqpoll", 0, NULL, 'S' },
 		{ "volatile-baseline", 0, NULL, 'V' },
 		{ "json", 1, NULL, 'j' }, { "no-create", 0, NULL, 'C' },
 		{ "no-load", 0, NULL, 'L' }, { "compare", 0, NULL, 'c' },
@@ -309,6 +325,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'L': o->base.load = false; break;
 		case 'c': o->compare = true; break;
 		case 'P': o->base.prefault = true; break;
+		case 'S': o->base.sqpoll = true; break;
 		case 'V': o->volatile_baseline = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;

@@ -98,8 +98,8 @@ static void cfg_label(const struct bench_cfg *c, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%s", bench_path_name(c->path));
 	if (c->path == PATH_URING)
-		snprintf(buf + strlen(buf), len - strlen(buf), " qd=%u batch=%u",
-			 c->qd, c->batch);
+		snprintf(buf + strlen(buf), len - strlen(buf), " qd=%u batch=%u%s",
+			 c->qd, c->batch, c->sqpoll ? " sqpoll" : "");
 	else if (c->batch > 1)
 		snprintf(buf + strlen(buf), len - strlen(buf), " batch=%u",
 			 c->batch);
@@ -215,7 +215,7 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 
 	printf("pmidx-bench: engine %s, %u thread(s), %" PRIu64 " keys, %u-byte keys, "
 	       "%u-byte values, %s", c->engine, c->threads, c->keys, c->key_size,
-	       c->value_size, c->dist == DIST_ZIPF ? "zipfian" : "uniform");
+	       c->value_size, dist_name(c->dist));
 	if (c->dist == DIST_ZIPF)
 		printf(" theta %.2f", c->theta);
 	printf("\n%-*s %-7s %10s %8s %12s%s %9s %9s %9s %9s %9s %7s\n", w, "config",
@@ -287,13 +287,13 @@ static void json_run(FILE *f, const struct bench_report *all, unsigned int n,
 	cfg_label(c, label, sizeof(label));
 	fprintf(f, "{\"label\":\"%s\",\"path\":\"%s\",\"target\":\"%s\","
 		"\"engine\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\","
-		"\"theta\":%.3f,\"threads\":%u,\"qd\":%u,\"batch\":%u,"
+		"\"theta\":%.3f,\"threads\":%u,\"qd\":%u,\"batch\":%u,\"sqpoll\":%s,"
 		"\"keys\":%" PRIu64 ",\"key_size\":%u,\"value_size\":%u,"
 		"\"restart_ms\":%.3f,\"recovery_ms\":%.3f,",
 		label, bench_path_name(c->path), c->target, c->engine,
-		wl_name(c->wl), c->dist == DIST_ZIPF ? "zipfian" : "uniform",
+		wl_name(c->wl), dist_name(c->dist),
 		c->dist == DIST_ZIPF ? c->theta : 0, c->threads, c->qd,
-		c->batch, c->keys, c->key_size, c->value_size, r->restart_ms,
+		c->batch, c->sqpoll ? "true" : "false", c->keys, c->key_size, c->value_size, r->restart_ms,
 		r->recovery_ms);
 	if (r->pmem_hw)
 		fprintf(f, "\"pmem_hw\":\"%s\",\"prefault\":%s,", r->pmem_hw,

@@ -3,8 +3,9 @@
  * Workloads: which operation comes next, on which key. YCSB's core mixes
  * (A, B, C, E) plus single-op workloads. Keys are numbers 0..keys-1
  * (made into key_size bytes by bench_key()); reads, updates and scan
- * starts follow the configured distribution, uniform or scrambled
- * zipfian (tools/bench/zipf.h); inserts take fresh numbers from keys up,
+ * starts follow the configured distribution, uniform, scrambled zipfian
+ * (tools/bench/zipf.h) or sequential (thread t's ops visit its share of
+ * the op numbers, modulo keys: the kernel path's order); inserts take fresh numbers from keys up,
  * shared by all threads; load and delete visit each of 0..keys-1 once,
  * in a scattered order, split between the threads.
  */
@@ -29,6 +30,13 @@ static const char *const wl_names[__WL_MAX] = {
 const char *wl_name(enum bench_wl wl)
 {
 	return wl < __WL_MAX ? wl_names[wl] : "?";
+}
+
+const char *dist_name(enum bench_dist dist)
+{
+	if (dist == DIST_ZIPF)
+		return "zipfian";
+	return dist == DIST_SEQUENTIAL ? "sequential" : "uniform";
 }
 
 int wl_parse(const char *s, enum bench_wl *wl)
@@ -97,10 +105,13 @@ static uint64_t permute(uint64_t i, uint64_t n)
 	return (unsigned __int128)i * p % n;
 }
 
-static uint64_t pick(struct wl_gen *g)
+/* The key of the @i-th read, update or scan start. */
+static uint64_t pick(struct wl_gen *g, uint64_t i)
 {
 	if (g->cfg->dist == DIST_ZIPF)
 		return zipf_next_scrambled(&g->z);
+	if (g->cfg->dist == DIST_SEQUENTIAL)
+		return i % g->cfg->keys;
 	return zipf_uniform(&g->z);
 }
 
@@ -158,7 +169,7 @@ void wl_next(struct wl_gen *g, enum bench_wl wl, struct bench_op *op)
 		op->kind = OP_READ;
 		break;
 	}
-	op->key = pick(g);
+	op->key = pick(g, i);
 }
 
 void bench_key(const struct bench_cfg *c, uint64_t id, uint8_t *key)
