@@ -73,7 +73,6 @@ struct pmidx_ring {
 	struct slot_fifo		pending;
 	/* io_uring backend */
 	struct io_uring			uring;
-	bool				fixed_file;	/* pool fd registered */
 };
 
 extern const struct ring_backend pmidx_ring_uring;
