@@ -278,8 +278,10 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		pmidx_persist(&w->pool->pm, e, sizeof(*e));
 	}
 	WRITE_ONCE(c->used, c->used + PMIDX_WAL_ENT_SIZE);
-	atomic64_add(PMIDX_WAL_ENT_SIZE, &w->used_bytes);
-	atomic64_inc(&w->appends);
+	percpu_counter_add_batch(&w->used_bytes, PMIDX_WAL_ENT_SIZE,
+				 PMIDX_WAL_COUNT_BATCH);
+	if (unlikely(!READ_ONCE(w->written)))
+		WRITE_ONCE(w->written, true);
 out:
 	spin_unlock(&pc->lock);
 	put_cpu();
@@ -367,7 +369,7 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 
 	list_for_each_entry_safe(c, tmp, &list, node) {
 		list_del(&c->node);
-		atomic64_sub(c->used, &w->used_bytes);
+		percpu_counter_sub(&w->used_bytes, c->used);
 		c->used = 0;
 		chunk_release(w, c);
 		cond_resched();
@@ -468,6 +470,7 @@ static void wal_free_dram(struct pmidx_wal *w)
 		list_for_each_entry_safe(c, tmp, &w->used[i], node)
 			kfree(c);
 	free_percpu(w->pcpu);
+	percpu_counter_destroy(&w->used_bytes);
 	bitmap_free(w->slot_map);
 	kfree(w);
 }
@@ -549,13 +552,12 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 	INIT_LIST_HEAD(&w->free);
 	INIT_LIST_HEAD(&w->used[0]);
 	INIT_LIST_HEAD(&w->used[1]);
-	atomic64_set(&w->used_bytes, 0);
 	atomic64_set(&w->chunk_bytes, 0);
-	atomic64_set(&w->appends, 0);
 	w->slot_map = bitmap_zalloc(w->nslots, GFP_KERNEL);
 	w->pcpu = alloc_percpu(struct pmidx_wal_cpu);
 	ret = -ENOMEM;
-	if (!w->slot_map || !w->pcpu)
+	if (!w->slot_map || !w->pcpu ||
+	    percpu_counter_init(&w->used_bytes, 0, GFP_KERNEL))
 		goto err;
 	for_each_possible_cpu(cpu)
 		spin_lock_init(&per_cpu_ptr(w->pcpu, cpu)->lock);
@@ -637,7 +639,7 @@ static int replay_chunk(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 	}
 end:
 	c->used = pos;
-	atomic64_add(pos, &rc->w->used_bytes);
+	percpu_counter_add(&rc->w->used_bytes, pos);
 	return 0;
 }
 

@@ -37,6 +37,7 @@
 
 #include <linux/list.h>
 #include <linux/percpu.h>
+#include <linux/percpu_counter.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include "pool.h"
@@ -138,8 +139,11 @@ struct pmidx_wal_cfg {
  * @lock:        protects @free, @used, @slot_map, @nfree
  * @chunk_size:  size of new chunks
  * @max_free:    free chunks kept beyond this go back to the allocator
- * @used_bytes:  bytes appended to chunks on the used lists (log size)
+ * @used_bytes:  bytes appended to chunks on the used lists (log size),
+ *               counted per CPU so that appends on different CPUs share
+ *               no cache line (pmidx_wal_bytes() reads it approximately)
  * @chunk_bytes: bytes of every chunk the log holds (used and free)
+ * @written:     an append happened since open (set once, read-mostly)
  * @held_lock:   protects @held and @recycled (innermost lock)
  * @held:        blocks of held objects, oldest first
  * @recycled:    per side, recycles completed (chunks durably FREE)
@@ -160,9 +164,9 @@ struct pmidx_wal {
 	u32				nfree;
 	unsigned long			*slot_map;
 	struct pmidx_wal_cpu __percpu	*pcpu;
-	atomic64_t			used_bytes;
+	struct percpu_counter		used_bytes;
 	atomic64_t			chunk_bytes;
-	atomic64_t			appends;
+	bool				written;
 	void				(*release)(void *ctx, u64 off);
 	void				*release_ctx;
 	spinlock_t			held_lock;
@@ -187,9 +191,27 @@ int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n);
 void pmidx_wal_close(struct pmidx_wal *w);
 void pmidx_wal_destroy(struct pmidx_wal *w);
 
+/*
+ * The log's size for decisions that tolerate a lag (when to collect): up
+ * to PMIDX_WAL_COUNT_BATCH bytes per CPU behind. The exact size, for
+ * reports and for "is the log empty", is pmidx_wal_bytes_exact().
+ */
+#define PMIDX_WAL_COUNT_BATCH	(32 * PMIDX_WAL_ENT_SIZE)
+
 static inline u64 pmidx_wal_bytes(struct pmidx_wal *w)
 {
-	return atomic64_read(&w->used_bytes);
+	return percpu_counter_read_positive(&w->used_bytes);
+}
+
+static inline u64 pmidx_wal_bytes_exact(struct pmidx_wal *w)
+{
+	return percpu_counter_sum_positive(&w->used_bytes);
+}
+
+/* Has anything been appended since the log was opened? */
+static inline bool pmidx_wal_written(struct pmidx_wal *w)
+{
+	return READ_ONCE(w->written);
 }
 
 /* Bytes of objects pmidx_wal_retire() holds for the log. */

@@ -1143,7 +1143,8 @@ static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 	pm = PMIDX_INDEX_ROOT_SIZE;
 	dram = sizeof(*t);
 	if (t->wal) {
-		pmidx_stat_set(s, PMIDX_STAT_LOG_BYTES, pmidx_wal_bytes(t->wal));
+		pmidx_stat_set(s, PMIDX_STAT_LOG_BYTES,
+			       pmidx_wal_bytes_exact(t->wal));
 		pm += PMIDX_WAL_DIR_SIZE + atomic64_read(&t->wal->chunk_bytes);
 	}
 	pm += leaves * sizeof(struct ccl_leaf) + atomic64_read(&t->blob_bytes);

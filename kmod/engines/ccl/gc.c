@@ -220,7 +220,7 @@ void ccl_gc_work(void *arg)
 	if (atomic_read(&t->ovf_nodes) || gc_needed(t))
 		ccl_gc_run(t);
 	/* a chunk ready for writers (which must not sleep), once written */
-	if (atomic64_read(&t->wal->appends))
+	if (pmidx_wal_written(t->wal))
 		pmidx_wal_reserve(t->wal, CCL_GC_RESERVE);
 }
 

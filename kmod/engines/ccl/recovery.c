@@ -705,7 +705,7 @@ static void ts_reset(struct rctx *rc)
 	size_t i;
 
 	if ((u64)atomic64_read(&rc->maxts) < CCL_TS_RESET ||
-	    pmidx_wal_bytes(t->wal) || atomic64_read(&rc->replayed))
+	    pmidx_wal_bytes_exact(t->wal) || atomic64_read(&rc->replayed))
 		return;
 	for (i = 0; i < rc->nl; i++) {
 		struct ccl_leaf *l = ccl_ptr(t, rc->lv[i].off);
