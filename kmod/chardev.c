@@ -31,7 +31,7 @@ static int uaccess_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
 	struct pmidx_cmd __user *u = u64_to_user_ptr(dst);
 	u32 i;
 
-	if (!user_access_begin(u, array_size(n, sizeof(*u))))
+	if (!user_write_access_begin(u, array_size(n, sizeof(*u))))
 		return -EFAULT;
 	for (i = 0; i < n; i++) {
 		unsafe_put_user(ents[i].flags, &u[i].flags, fault);
@@ -39,10 +39,10 @@ static int uaccess_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
 		unsafe_put_user(ents[i].count, &u[i].count, fault);
 		unsafe_put_user(ents[i].result, &u[i].result, fault);
 	}
-	user_access_end();
+	user_write_access_end();
 	return 0;
 fault:
-	user_access_end();
+	user_write_access_end();
 	return -EFAULT;
 }
 

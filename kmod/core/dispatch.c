@@ -9,9 +9,10 @@
  * is called.
  *
  * PMIDX_DISPATCH_NOWAIT (io_uring's first, non-blocking issue): only what
- * cannot sleep runs: LOOKUP when pool->lock is free, GET with an atomic
- * buffer, a BATCH of such GETs. Writes may allocate, wait for a checker's
- * freeze or help the GC, SCAN and CHECK walk far: they answer -EAGAIN and
+ * never waits for other work runs: LOOKUP when pool->lock is free, GET
+ * with an atomic buffer, a short BATCH of such GETs. Writes may allocate,
+ * wait for a checker's freeze or help the GC, SCAN and CHECK walk far,
+ * long batches hold the ring's submission: they answer -EAGAIN and
  * io_uring issues them again from a worker, where they may sleep.
  *
  * Buffers: nothing on the per-operation path allocates. Keys (at most
@@ -33,6 +34,9 @@
 #define SCAN_BUF_MAX	(1U << 20)	/* bounce buffer cap per SCAN */
 #define OP_STACK_MAX	256		/* values up to this: on the stack */
 #define SCRATCH_SIZE	PMIDX_VALUE_MAX	/* a cached scratch buffer */
+/* The most a BATCH runs under PMIDX_DISPATCH_NOWAIT: entries, output bytes */
+#define NOWAIT_BATCH_MAX	64
+#define NOWAIT_BATCH_OUT	(256U << 10)
 
 /*
  * Two cached buffers per CPU: a BATCH holds one for its entry array while
@@ -396,11 +400,14 @@ static u64 out_bytes(const struct pmidx_cmd *c)
  * back. A failing entry does not stop the others: its errno is its result.
  * A fatal signal does: the entries not run yet report -EINTR.
  *
- * Under PMIDX_DISPATCH_NOWAIT only a batch of GETs runs, each entry as a
- * non-blocking GET; if one cannot (-EAGAIN), the whole batch answers
- * -EAGAIN with no output written, to be run again from the start where
- * it may sleep. That is sound because GETs change nothing: a write must
- * never run twice, so a batch holding one always waits for the worker.
+ * Under PMIDX_DISPATCH_NOWAIT only a short batch of GETs runs (at most
+ * NOWAIT_BATCH_MAX entries and NOWAIT_BATCH_OUT output bytes: the ring's
+ * submission waits for it), each entry as a non-blocking GET; if one
+ * cannot (-EAGAIN), the whole batch answers -EAGAIN with no entry of the
+ * array written, to be run again from the start where it may sleep (the
+ * value buffers of the GETs that ran are filled again then). That is
+ * sound because GETs change nothing: a write must never run twice, so a
+ * batch holding one always waits for the worker.
  */
 static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		    const struct pmidx_uaccess *ua, unsigned int flags)
@@ -414,7 +421,8 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 
 	/* a batch of writes waits for the worker: its first entry tells */
 	BUILD_BUG_ON(offsetof(struct pmidx_cmd, op) != 0);
-	if (nowait && (ua->from(&ents_op, c->val, sizeof(ents_op)) ||
+	if (nowait && (c->count > NOWAIT_BATCH_MAX ||
+		       ua->from(&ents_op, c->val, sizeof(ents_op)) ||
 		       ents_op != PMIDX_OP_GET))
 		return -EAGAIN;
 	/* c->val_len is c->count entries (check_batch_shape()) */
@@ -440,7 +448,7 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		}
 	}
 	for (i = 0; nowait && i < c->count; i++) {
-		if (ents[i].op != PMIDX_OP_GET) {
+		if (ents[i].op != PMIDX_OP_GET || out > NOWAIT_BATCH_OUT) {
 			ret = -EAGAIN;
 			goto out;
 		}

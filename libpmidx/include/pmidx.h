@@ -226,7 +226,8 @@ int pmidx_batch(struct pmidx_pool *pool, struct pmidx_req *reqs,
 /*
  * io_uring with a kernel thread polling the submission queue
  * (IORING_SETUP_SQPOLL, 50 ms idle): submitting takes no syscall while it
- * polls, at the cost of a CPU it keeps busy meanwhile.
+ * polls, at the cost of a CPU it keeps busy meanwhile. Where the kernel
+ * refuses SQPOLL the ring is an ordinary io_uring ring.
  */
 #define PMIDX_RING_SQPOLL	(1U << 2)
 

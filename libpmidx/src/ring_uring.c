@@ -13,11 +13,13 @@
  * ring's teardown runs after close() returns and would hold the pool's
  * file open for a while after pmidx_ring_close(), so that detaching the
  * pool right after could fail with -EBUSY; the saving, one file lookup
- * per command, measured 0.3 % of the samples. The SQ has at least @depth entries and the CQ twice
- * that, and at most @depth operations are undelivered, so neither can
+ * per command, measured 0.3 % of the samples. The SQ has at least @depth
+ * entries and the CQ twice that, and at most @depth operations are
+ * undelivered, so neither can
  * overflow.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "ring.h"
@@ -114,6 +116,8 @@ int pmidx_ring_uring_init(struct pmidx_ring *r, bool sqpoll)
 		p.sq_thread_idle = SQPOLL_IDLE_MS;
 	}
 	ret = io_uring_queue_init_params(r->depth, &r->uring, &p);
+	if (ret && sqpoll)	/* refused (old kernel, no privilege): without */
+		return pmidx_ring_uring_init(r, false);
 	if (ret)
 		return ret;
 	ret = uring_probe(r);
@@ -157,6 +161,9 @@ static int uring_queue(struct pmidx_ring *r, uint32_t i)
 		if (ret < 0 && ret != -EINTR)
 			return ret;
 		sqe = io_uring_get_sqe(&r->uring);
+		/* some kernels wake the waiter before the head moves */
+		if (!sqe)
+			sched_yield();
 	}
 	if (!sqe)
 		return -EBUSY;
