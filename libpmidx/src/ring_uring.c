@@ -115,7 +115,9 @@ int pmidx_ring_uring_init(struct pmidx_ring *r, bool sqpoll)
 		p.flags |= IORING_SETUP_SQPOLL;
 		p.sq_thread_idle = SQPOLL_IDLE_MS;
 	}
-	ret = io_uring_queue_init_params(r->depth, &r->uring, &p);
+	/* SQPOLL: room for what is queued and what the thread took (below) */
+	ret = io_uring_queue_init_params(sqpoll ? 2 * r->depth : r->depth,
+					 &r->uring, &p);
 	if (ret && sqpoll)	/* refused (old kernel, no privilege): without */
 		return pmidx_ring_uring_init(r, false);
 	if (ret)
@@ -145,9 +147,14 @@ static int uring_submit(struct pmidx_ring *r)
 }
 
 /*
- * The SQ holds @depth entries, so without SQPOLL it always has room: each
- * submit empties it. A polling thread empties it when it gets to it:
- * publish what is queued and wait for room.
+ * Without SQPOLL the SQ (@depth entries) always has room: each submit
+ * empties it. With SQPOLL an SQE leaves the SQ only when the polling
+ * thread moves the head, after it has issued its whole pass, and an
+ * operation can complete (freeing its slot for a new one) before that:
+ * so the SQ has 2 * @depth entries, at most @depth queued or in flight
+ * and at most @depth taken but not yet released. Should it still be full,
+ * wait for the thread; never submit to make room, which would run
+ * operations the caller has only queued.
  */
 static int uring_queue(struct pmidx_ring *r, uint32_t i)
 {
@@ -155,9 +162,7 @@ static int uring_queue(struct pmidx_ring *r, uint32_t i)
 	int ret;
 
 	while (!sqe && (r->uring.flags & IORING_SETUP_SQPOLL)) {
-		ret = uring_submit(r);
-		if (ret >= 0)
-			ret = io_uring_sqring_wait(&r->uring);
+		ret = io_uring_sqring_wait(&r->uring);
 		if (ret < 0 && ret != -EINTR)
 			return ret;
 		sqe = io_uring_get_sqe(&r->uring);

@@ -181,7 +181,8 @@ FIXTURE_SETUP(async)
 	detach_all(&self->nl);
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
-	snprintf(label, sizeof(label), "%s%s", variant->engine, variant->sync ? "_sync" : "");
+	snprintf(label, sizeof(label), "%s%s", variant->engine,
+		 variant->sync ? "_sync" : variant->sqpoll ? "_sqpoll" : "");
 	if (!variant_wanted(label)) {
 		snprintf(self->skip, sizeof(self->skip),
 			 "variant %s not in PMIDX_VARIANTS", label);
