@@ -48,8 +48,7 @@ struct ccl_fence *ccl_fence_alloc(const u8 *k, u32 len, gfp_t gfp)
 
 struct ccl_bnode *ccl_bnode_alloc(struct ccl_tree *t, gfp_t gfp)
 {
-	return kzalloc(sizeof(struct ccl_bnode) +
-		       t->nbatch * sizeof(struct ccl_kv), gfp);
+	return kzalloc(ccl_bnode_size(t), gfp);
 }
 
 /* Set up a fresh (zeroed) buffer node for the leaf at @leaf. */
@@ -136,8 +135,8 @@ bool ccl_bn_read_retry(struct ccl_bnode *b, u64 h)
 struct ccl_bnode *ccl_find_lock(struct ccl_tree *t, const u8 *k, u32 klen,
 				u64 *h)
 {
+	u64 v, kpfx = ccl_pfx(k, klen);
 	struct ccl_bnode *b, *nx;
-	u64 v;
 
 retry:
 	b = ccl_inner_find(t, k, klen);
@@ -146,7 +145,8 @@ retry:
 		if (!v)
 			goto retry;
 		nx = b->next;
-		if (!nx || ccl_fence_cmp(nx->low, k, klen) > 0) {
+		if (!ccl_bn_past(nx, b->npfx, kpfx, k, klen)) {
+			ccl_leaf_prefetch(t, v);
 			*h = v;
 			return b;
 		}

@@ -562,10 +562,10 @@ static int ccl_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 {
 	struct ccl_tree *t = idx->priv;
 	u8 fp = ccl_fp(key, klen), flags = 0;
+	u64 h, vw = 0, kpfx = ccl_pfx(key, klen);
 	struct ccl_bnode *b, *nx;
 	struct rsnap s;
 	bool hit;
-	u64 h, vw = 0;
 	int found, ret = -ENOENT;
 
 	ccl_stat_inc(t, get);
@@ -578,8 +578,9 @@ again:
 	h = ccl_bn_read_begin(b);
 	if (!h)
 		goto retry;
+	ccl_leaf_prefetch(t, h);
 	nx = ccl_load_link(&b->next);
-	if (nx && ccl_fence_cmp(nx->low, key, klen) <= 0) {
+	if (ccl_bn_past(nx, READ_ONCE(b->npfx), kpfx, key, klen)) {
 		if (ccl_bn_read_retry(b, h))
 			goto again;
 		b = nx;
@@ -760,6 +761,11 @@ struct scan_state {
 	u32		curlen;
 	bool		excl;			/* strictly after cur */
 	bool		past;			/* records now are past cur */
+	/*
+	 * Reached by pointer: the resume key is this node's low fence, copied
+	 * into cur only when needed (a restart, a yield), not per node
+	 */
+	struct ccl_bnode *from;
 	u8		*buf;			/* record buffer: rbuf or big */
 	u32		cap;
 	u32		need;
@@ -927,6 +933,7 @@ static int scan_rec(struct ccl_tree *t, struct scan_state *st, u64 key,
 		st->curlen = klen;
 		st->excl = false;
 		st->past = false;
+		st->from = NULL;
 		st->need = klen + vlen;
 		return SCAN_GROW;
 	}
@@ -987,6 +994,32 @@ static int scan_merge(struct ccl_tree *t, struct scan_state *st,
 }
 
 /*
+ * The walk's next node and leaf, while this one is merged: the next leaf
+ * is the one the snapshot's meta word links (a hint; an empty leaf not
+ * yet unlinked only wastes it).
+ */
+static void scan_prefetch(struct ccl_tree *t, const struct scan_snap *s)
+{
+	u64 next = ccl_meta_next(s->meta);
+
+	if (s->next)
+		pmidx_prefetch_node(s->next, ccl_bnode_size(t));
+	if (next)
+		pmidx_prefetch_node(ccl_ptr(t, next), sizeof(struct ccl_leaf));
+}
+
+/* Resume at @st->from's low fence: a copy that outlives the epoch. */
+static void scan_resume_key(struct scan_state *st)
+{
+	const struct ccl_fence *f = st->from->low;
+
+	st->curlen = f->len;
+	memcpy(st->cur, f->key, f->len);
+	st->excl = false;
+	st->from = NULL;
+}
+
+/*
  * From st->cur on, node after node, inside an epoch section. Return:
  * SCAN_DONE, SCAN_YIELD after SCAN_NODES nodes, SCAN_GROW, or an error.
  */
@@ -1003,20 +1036,27 @@ retry:
 	 * From the root the node found may hold keys below cur (a merge
 	 * since): they are skipped by comparison with cur again.
 	 */
+	if (st->from)
+		scan_resume_key(st);
 	st->past = false;
 	b = ccl_inner_find(t, st->cur, st->curlen);
 	for (;;) {
 		h = ccl_bn_read_begin(b);
 		if (!h)
 			goto retry;
+		/* a node reached by pointer holds its own low: not past it */
 		nx = ccl_load_link(&b->next);
-		if (nx && ccl_fence_cmp(nx->low, st->cur, st->curlen) <= 0) {
+		if (!st->from &&
+		    ccl_bn_past(nx, READ_ONCE(b->npfx),
+				ccl_pfx(st->cur, st->curlen), st->cur,
+				st->curlen)) {
 			if (!ccl_bn_read_retry(b, h))
 				b = nx;
 			continue;
 		}
 		if (!scan_snap(t, b, h, &st->s))
 			continue;
+		scan_prefetch(t, &st->s);
 		/* consistent: words may now be followed to blobs */
 		scan_order(t, b, h, &st->s);
 		ret = scan_merge(t, st, end, end_len, sink);
@@ -1026,13 +1066,13 @@ retry:
 		nx = st->s.next;
 		if (!nx || (end_len && ccl_fence_cmp(nx->low, end, end_len) >= 0))
 			return SCAN_DONE;
-		st->curlen = nx->low->len;
-		memcpy(st->cur, nx->low->key, st->curlen);
-		st->excl = false;
+		st->from = nx;
 		/* reached by its pointer: a live node's keys are >= its low */
 		st->past = true;
-		if (++nodes == SCAN_NODES)
+		if (++nodes == SCAN_NODES) {
+			scan_resume_key(st);
 			return SCAN_YIELD;
+		}
 		b = nx;
 	}
 }
@@ -1078,6 +1118,7 @@ static int ccl_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 		memcpy(st.cur, start, start_len);
 	st.curlen = start_len;
 	st.excl = after;
+	st.from = NULL;
 	st.buf = st.rbuf;
 	st.cap = sizeof(st.rbuf);
 	st.big = NULL;
@@ -1148,8 +1189,7 @@ static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 		pm += PMIDX_WAL_DIR_SIZE + atomic64_read(&t->wal->chunk_bytes);
 	}
 	pm += leaves * sizeof(struct ccl_leaf) + atomic64_read(&t->blob_bytes);
-	dram += leaves * (sizeof(struct ccl_bnode) +
-			  t->nbatch * sizeof(struct ccl_kv) + 16) +
+	dram += leaves * (ccl_bnode_size(t) + 16) +
 		atomic64_read(&t->ninodes) * sizeof(struct ccl_inode);
 	pmidx_stat_set(s, PMIDX_STAT_PM_BYTES, pm);
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, dram);

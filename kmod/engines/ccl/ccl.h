@@ -28,6 +28,7 @@
 #include "core/epoch.h"
 #include "core/gc.h"
 #include "core/pool.h"
+#include "core/prefetch.h"
 #include "core/wal.h"
 #include "format.h"
 
@@ -151,6 +152,9 @@ static inline unsigned int ccl_perm_at(u64 perm, unsigned int i)
  * @next:  right neighbour (same order as the leaf list); stored with
  *         release, loaded with acquire: a reader follows it to the
  *         neighbour's @low before its version check
+ * @npfx:  ccl_pfx() of @next's @low (0 without @next), written with
+ *         @next under the lock (ccl_bn_set_next()): a reader tells most
+ *         keys apart from the neighbour's range without touching it
  * @ovf:   recovered KVs beyond the slots, drained before any write
  * @low:   low fence key, immutable (the head node's is empty)
  * @clock: the last timestamp handed out for this node's range, written
@@ -168,7 +172,7 @@ struct ccl_bnode {
 	struct ccl_bnode	*next;
 	struct ccl_ovf		*ovf;
 	const struct ccl_fence	*low;
-	/* after @low: readers find all they need in the first 64 bytes */
+	u64			npfx;
 	u64			clock;
 	struct ccl_kv		slot[];
 };
@@ -346,6 +350,17 @@ static inline struct ccl_leaf *ccl_bn_leaf(struct ccl_tree *t, u64 h)
 	return ccl_ptr(t, bn_leaf(h));
 }
 
+static inline size_t ccl_bnode_size(const struct ccl_tree *t)
+{
+	return sizeof(struct ccl_bnode) + t->nbatch * sizeof(struct ccl_kv);
+}
+
+/* The whole leaf: a lookup reads its meta line, then a slot's line. */
+static inline void ccl_leaf_prefetch(struct ccl_tree *t, u64 h)
+{
+	pmidx_prefetch_node(ccl_bn_leaf(t, h), sizeof(struct ccl_leaf));
+}
+
 /* The root is initialised (and the DRAM tree built). */
 static inline bool ccl_ready(struct ccl_tree *t)
 {
@@ -390,6 +405,31 @@ void ccl_retire_dram(struct ccl_tree *t, void *p);
 void ccl_sort(void *base, size_t n, size_t size,
 	      int (*cmp)(const void *a, const void *b, void *ctx), void *ctx);
 int ccl_ent_cmp(const void *a, const void *b, void *ctx);
+
+/*
+ * Set @b's right neighbour, @b locked (or not yet published): @npfx first,
+ * both read under @b's version, and @nx complete before it is linked.
+ */
+static inline void ccl_bn_set_next(struct ccl_bnode *b, struct ccl_bnode *nx)
+{
+	WRITE_ONCE(b->npfx, nx ? ccl_pfx(nx->low->key, nx->low->len) : 0);
+	ccl_store_link(&b->next, nx);
+}
+
+/*
+ * Does @k (prefix @kpfx) belong to the right neighbour @nx, or further
+ * right? @nx and @npfx as read from one node under its version or lock.
+ * Prefixes order keys as memcmp does, so only a tie reads @nx's fence.
+ */
+static inline bool ccl_bn_past(const struct ccl_bnode *nx, u64 npfx,
+			       u64 kpfx, const u8 *k, u32 klen)
+{
+	if (!nx)
+		return false;
+	if (kpfx != npfx)
+		return kpfx > npfx;
+	return ccl_fence_cmp(nx->low, k, klen) <= 0;
+}
 
 static inline u64 ccl_w2off(u64 w)
 {

@@ -35,6 +35,8 @@
 
 #define IN_LOCKED	2ULL
 #define BUILD_FILL	(CCL_FANOUT * 3 / 4)
+/* what a search reads of an inner node: header and prefixes */
+#define IN_SEARCHED	offsetof(struct ccl_inode, fence)
 
 static u64 in_read_begin(struct ccl_inode *n)
 {
@@ -186,6 +188,10 @@ restart:
 		i = in_search(n, pfx, k, klen);
 		c = ccl_load_link(&n->child[i]);
 		level = READ_ONCE(n->level);
+		/* a torn @c is only prefetched: harmless */
+		if (c)
+			pmidx_prefetch_node(c, level ? IN_SEARCHED :
+					    ccl_bnode_size(t));
 		if (!in_valid(n, v) || !c)
 			goto restart;
 		if (parent && !in_valid(parent, pv))

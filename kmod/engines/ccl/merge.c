@@ -132,7 +132,7 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 	/* 3 */
 	ccl_inner_remove(p, idx);
 	ccl_inner_unlock(p);
-	ccl_store_link(&lb->next, r->next);
+	ccl_bn_set_next(lb, r->next);
 	ccl_bn_unlock(lb, lh);
 	*rh |= BN_OBSOLETE;
 	pmidx_epoch_retire(&t->epoch, bn_leaf(*rh) | 2);

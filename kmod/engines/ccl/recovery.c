@@ -399,7 +399,7 @@ static int link_leaves(struct rctx *rc)
 						       next,
 						       ccl_meta_seq(r->meta)));
 		}
-		r->bn->next = i + 1 < rc->nl ? rc->lv[i + 1].bn : NULL;
+		ccl_bn_set_next(r->bn, i + 1 < rc->nl ? rc->lv[i + 1].bn : NULL);
 		bn[i] = r->bn;
 	}
 	ret = ccl_inner_build(t, bn, rc->nl);

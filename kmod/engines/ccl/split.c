@@ -326,13 +326,13 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		struct ccl_bnode *nb = p.nl[j].bn;
 
 		ccl_bnode_make(t, nb, p.nl[j].fence, p.nl[j].off, b->clock);
-		nb->next = j + 1 < p.k ? p.nl[j + 1].bn : b->next;
+		ccl_bn_set_next(nb, j + 1 < p.k ? p.nl[j + 1].bn : b->next);
 	}
 	/* published with release: the new nodes are complete before */
 	for (j = 0; j < p.k; j++)
 		ccl_inner_insert(t, p.nl[j].fence, p.nl[j].bn, &st);
 	if (p.k)
-		ccl_store_link(&b->next, p.nl[0].bn);
+		ccl_bn_set_next(b, p.nl[0].bn);
 	atomic64_add(p.k, &t->nleaves);
 	ccl_stat_inc(t, splits);
 

@@ -27,9 +27,13 @@
 #include <linux/processor.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include "core/prefetch.h"
 #include "utree.h"
 
 #define UT_BLOCK	sizeof(struct ut_inner)
+/* what a search reads of either kind of node: header and prefixes */
+#define UT_SEARCHED	max(offsetof(struct ut_leaf, ent), \
+			    offsetof(struct ut_inner, key))
 
 /* ---- version locks --------------------------------------------------- */
 
@@ -247,6 +251,8 @@ restart:
 			cpu_relax();
 			goto restart;
 		}
+		/* a stale @c (checked below) is only prefetched: harmless */
+		pmidx_prefetch_node(c, UT_SEARCHED);
 		cv = ver_read(&c->version);
 		if (!ver_check(&n->version, v))
 			goto restart;
@@ -555,6 +561,8 @@ restart:
 			cpu_relax();
 			goto restart;
 		}
+		/* a stale @c (checked below) is only prefetched: harmless */
+		pmidx_prefetch_node(c, UT_SEARCHED);
 		cv = ver_read(&c->version);
 		if (!ver_check(&n->version, v))
 			goto restart;
