@@ -268,14 +268,18 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 
 	pos = bn_pos(h);
 	if (pos < t->nbatch) {
-		/* present (known for deletes and inserts) or not */
-		was = tomb || (!r->insert && present(t, b, h, r));
 		side = READ_ONCE(t->side);
 		ret = pmidx_wal_append(t->wal, side, r->kw, r->vw,
 				       ccl_next_ts(t, b), r->flags);
 		if (ret)
 			goto out;
 		ccl_stat_inc(t, log_appends);
+		/*
+		 * present (known for deletes and inserts) or not: only for the
+		 * key count, so asked after the append, whose write-back wait
+		 * the leaf's lines (prefetched) arrive during
+		 */
+		was = tomb || (!r->insert && present(t, b, h, r));
 		WRITE_ONCE(b->cache, b->cache & ~(1U << pos));
 		WRITE_ONCE(b->slot[pos].key, r->kw);
 		WRITE_ONCE(b->slot[pos].val, r->vw);
