@@ -168,6 +168,11 @@ void ut_unmark(struct utree *t, struct ut_lnode *n)
  * End an in-place update: Version back to even. Only its own Version
  * bits may change under us (no one marks or unlinks a node with an odd
  * Version, but a successor may be linked behind it).
+ *
+ * The update was durable before (value persisted under the odd Version),
+ * yet the even one is written back too, unfenced (a later persist or the
+ * close orders it): an open from the clean-close image reads no node, so
+ * an odd Version left on the media would stall every writer of the key.
  */
 void ut_ver_release(struct utree *t, struct ut_lnode *n)
 {
