@@ -389,22 +389,20 @@ static inline u64 ccl_next_ts(struct ccl_tree *t, struct ccl_bnode *b)
 /* kv.c */
 u8 ccl_fp(const u8 *k, u32 len);
 u64 ccl_pfx(const u8 *k, u32 len);
-const u8 *ccl_word_bytes(struct ccl_tree *t, const u64 *w, bool ind, u32 *len);
+const u8 *ccl_word_bytes(const struct ccl_tree *t, const u64 *w, bool ind,
+			 u32 *len);
 int ccl_word_read(struct ccl_tree *t, u64 w, bool ind, void *dst, u32 cap,
 		  u32 *len);
 bool ccl_key_eq(struct ccl_tree *t, u64 w, bool ind, const u8 *k, u32 klen);
-int ccl_key_cmp_word(struct ccl_tree *t, u64 w, bool ind, const u8 *k,
+int ccl_key_cmp_word(const struct ccl_tree *t, u64 w, bool ind, const u8 *k,
 		     u32 klen);
-int ccl_word_cmp(struct ccl_tree *t, u64 a, bool aind, u64 b, bool bind);
+int ccl_word_cmp(const struct ccl_tree *t, u64 a, bool aind, u64 b, bool bind);
 int ccl_fence_cmp(const struct ccl_fence *f, const u8 *k, u32 klen);
 int ccl_encode(struct ccl_tree *t, const u8 *p, u32 len, u64 *w, bool *ind);
 void ccl_free_word(struct ccl_tree *t, u64 w);
 void ccl_retire_word(struct ccl_tree *t, u64 w);
 void ccl_release_word(void *ctx, u64 off);
 void ccl_retire_dram(struct ccl_tree *t, void *p);
-void ccl_sort(void *base, size_t n, size_t size,
-	      int (*cmp)(const void *a, const void *b, void *ctx), void *ctx);
-int ccl_ent_cmp(const void *a, const void *b, void *ctx);
 
 /*
  * Set @b's right neighbour, @b locked (or not yet published): @npfx first,

@@ -53,6 +53,7 @@
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/string.h>
 #include "core/blob.h"
 #include "ccl.h"
@@ -93,7 +94,7 @@ static void ref_add(struct chk *c, u64 w, bool ind)
 	c->refs[c->nrefs++] = ccl_w2off(w);
 }
 
-static int u64_cmp(const void *a, const void *b, void *ctx)
+static int u64_cmp(const void *a, const void *b)
 {
 	u64 x = *(const u64 *)a, y = *(const u64 *)b;
 
@@ -120,7 +121,7 @@ static int refs_check(struct ccl_tree *t, struct chk *c)
 
 	if (!c->refs)
 		return 0;
-	ccl_sort(c->refs, c->nrefs, sizeof(*c->refs), u64_cmp, NULL);
+	sort(c->refs, c->nrefs, sizeof(*c->refs), u64_cmp, NULL);
 	for (i = 1; i < c->nrefs; i++) {
 		if (c->refs[i] == c->refs[i - 1]) {
 			c->why = "a blob is referenced twice";

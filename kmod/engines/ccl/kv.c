@@ -52,7 +52,8 @@ u64 ccl_pfx(const u8 *k, u32 len)
 }
 
 /* The bytes a word stands for; @w must stay put while they are used. */
-const u8 *ccl_word_bytes(struct ccl_tree *t, const u64 *w, bool ind, u32 *len)
+const u8 *ccl_word_bytes(const struct ccl_tree *t, const u64 *w, bool ind,
+			 u32 *len)
 {
 	if (!ind) {
 		*len = 8;
@@ -97,7 +98,7 @@ bool ccl_key_eq(struct ccl_tree *t, u64 w, bool ind, const u8 *k, u32 klen)
 }
 
 /* Compare the key of word @w with @k (pmidx_key_cmp order). */
-int ccl_key_cmp_word(struct ccl_tree *t, u64 w, bool ind, const u8 *k,
+int ccl_key_cmp_word(const struct ccl_tree *t, u64 w, bool ind, const u8 *k,
 		     u32 klen)
 {
 	const u8 *p;
@@ -107,11 +108,18 @@ int ccl_key_cmp_word(struct ccl_tree *t, u64 w, bool ind, const u8 *k,
 	return pmidx_key_cmp(p, len, k, klen);
 }
 
-int ccl_word_cmp(struct ccl_tree *t, u64 a, bool aind, u64 b, bool bind)
+/* Two words' keys in key order; inline keys compare as big-endian numbers. */
+int ccl_word_cmp(const struct ccl_tree *t, u64 a, bool aind, u64 b, bool bind)
 {
 	const u8 *p;
 	u32 len;
+	u64 x, y;
 
+	if (!aind && !bind) {
+		x = be64_to_cpu((__force __be64)a);
+		y = be64_to_cpu((__force __be64)b);
+		return x < y ? -1 : x > y;
+	}
 	p = ccl_word_bytes(t, &b, bind, &len);
 	return ccl_key_cmp_word(t, a, aind, p, len);
 }
@@ -173,54 +181,4 @@ void ccl_release_word(void *ctx, u64 off)
 void ccl_retire_dram(struct ccl_tree *t, void *p)
 {
 	pmidx_epoch_retire(&t->epoch, (u64)(uintptr_t)p | 1);
-}
-
-int ccl_ent_cmp(const void *a, const void *b, void *ctx)
-{
-	const struct ccl_ent *x = a, *y = b;
-
-	return ccl_word_cmp(ctx, x->key, x->flags & CCL_F_KIND,
-			    y->key, y->flags & CCL_F_KIND);
-}
-
-static void swap_bytes(u8 *a, u8 *b, size_t size)
-{
-	while (size--) {
-		u8 t = *a;
-
-		*a++ = *b;
-		*b++ = t;
-	}
-}
-
-/* Heapsort (no recursion, no allocation): fine for batches and recovery. */
-void ccl_sort(void *base, size_t n, size_t size,
-	      int (*cmp)(const void *a, const void *b, void *ctx), void *ctx)
-{
-	u8 *v = base;
-	size_t i, root, child, end;
-
-	if (n < 2)
-		return;
-	for (i = n / 2; i-- > 0;) {
-		for (root = i; (child = 2 * root + 1) < n; root = child) {
-			if (child + 1 < n &&
-			    cmp(v + child * size, v + (child + 1) * size, ctx) < 0)
-				child++;
-			if (cmp(v + root * size, v + child * size, ctx) >= 0)
-				break;
-			swap_bytes(v + root * size, v + child * size, size);
-		}
-	}
-	for (end = n - 1; end > 0; end--) {
-		swap_bytes(v, v + end * size, size);
-		for (root = 0; (child = 2 * root + 1) < end; root = child) {
-			if (child + 1 < end &&
-			    cmp(v + child * size, v + (child + 1) * size, ctx) < 0)
-				child++;
-			if (cmp(v + root * size, v + child * size, ctx) >= 0)
-				break;
-			swap_bytes(v + root * size, v + child * size, size);
-		}
-	}
 }

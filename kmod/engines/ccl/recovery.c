@@ -43,6 +43,7 @@
 #include <linux/bitops.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/string.h>
 #include "core/blob.h"
 #include "core/parallel.h"
@@ -543,7 +544,7 @@ static int bucket(struct rctx *rc)
 }
 
 /* Key ascending, then newest first. */
-static int rent_cmp(const void *a, const void *b, void *ctx)
+static int rent_cmp(const void *a, const void *b, const void *ctx)
 {
 	const struct rent *x = a, *y = b;
 	int c = ccl_word_cmp(ctx, x->w0, x->flags & CCL_F_KIND,
@@ -628,7 +629,7 @@ static int replay_leaf(struct rctx *rc, size_t li, const char **why)
 
 	if (!n)
 		return 0;
-	ccl_sort(e, n, sizeof(*e), rent_cmp, t);
+	sort_r(e, n, sizeof(*e), rent_cmp, NULL, t);
 	for (i = 0; i < n; i = j) {
 		/* e[i] is the newest entry of the key of e[i..j) */
 		for (j = i + 1; j < n; j++)

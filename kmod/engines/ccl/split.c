@@ -31,6 +31,7 @@
  */
 #include <linux/bitops.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/string.h>
 #include "ccl.h"
 
@@ -46,7 +47,7 @@ struct sitem {
 	u8	final;		/* live after the batch */
 };
 
-static int sitem_cmp(const void *a, const void *b, void *ctx)
+static int sitem_cmp(const void *a, const void *b, const void *ctx)
 {
 	const struct sitem *x = a, *y = b;
 
@@ -285,7 +286,7 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 			.ent = -1, .lslot = j,
 			.kind = l->fp[j] & CCL_FP_IND ? CCL_F_KIND : 0,
 			.cost = 1, .final = 1 };
-	ccl_sort(it, s, sizeof(*it), sitem_cmp, t);
+	sort_r(it, s, sizeof(*it), sitem_cmp, NULL, t);
 	ret = -EUCLEAN;
 	if (WARN_ON_ONCE(!plan_cut(it, s, &p, nl, nl_cap)))
 		goto out;
