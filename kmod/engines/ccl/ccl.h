@@ -225,14 +225,17 @@ static inline u64 bn_set_ebit(u64 h, unsigned int i, unsigned int side)
  * optimistic reader follows them before it validates ver, so what they
  * name is complete before they can be seen (a dependency would do in the
  * kernel, not in the model ThreadSanitizer checks: it ignores fences).
+ * A search reads the header, the prefixes and one child (fence[] only on
+ * a prefix tie): child[] follows pfx[] so that one prefetch of the lines
+ * up to fence[] covers them all (inner.c, IN_SEARCHED).
  */
 struct ccl_inode {
 	atomic64_t		ver;
 	u16			count;
 	u8			level;
 	u64			pfx[CCL_FANOUT];
-	const struct ccl_fence	*fence[CCL_FANOUT];
 	void			*child[CCL_FANOUT];
+	const struct ccl_fence	*fence[CCL_FANOUT];
 };
 
 /* ---- resources for structure changes ---------------------------------- */

@@ -35,7 +35,7 @@
 
 #define IN_LOCKED	2ULL
 #define BUILD_FILL	(CCL_FANOUT * 3 / 4)
-/* what a search reads of an inner node: header and prefixes */
+/* what a search reads of an inner node: header, prefixes and children */
 #define IN_SEARCHED	offsetof(struct ccl_inode, fence)
 
 static u64 in_read_begin(struct ccl_inode *n)
