@@ -8,6 +8,11 @@
  * granular, and poisoned for ASan when free.
  *
  * this_cpu_*() are atomic here (relaxed): two threads may share a CPU.
+ * this_cpu_add() and this_cpu_sub() inside a preempt_disable() section
+ * of a thread alone on its CPU (shim_cpu_excl, shim/core.c) are a plain
+ * load and store, as the kernel's one unlocked instruction: no other
+ * thread writes that CPU's copy then, and a locked add per statistic
+ * was a full barrier on the userspace build's every operation.
  */
 #ifndef _SHIM_LINUX_PERCPU_H
 #define _SHIM_LINUX_PERCPU_H
@@ -37,10 +42,20 @@ void free_percpu(void __percpu *ptr);
 #define this_cpu_ptr(ptr)	raw_cpu_ptr(ptr)
 #define per_cpu(var, cpu)	(*per_cpu_ptr(&(var), (cpu)))
 
-#define this_cpu_add(pcp, val)						\
-	((void)__atomic_fetch_add(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED))
-#define this_cpu_sub(pcp, val)						\
-	((void)__atomic_fetch_sub(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED))
+extern __thread bool shim_cpu_excl;
+
+#define shim_this_cpu_op(pcp, op, atomic_op, val) do {			\
+	__typeof__(&(pcp)) __tco_p = raw_cpu_ptr(&(pcp));		\
+									\
+	if (shim_cpu_excl)						\
+		__atomic_store_n(__tco_p, __atomic_load_n(__tco_p,	\
+				 __ATOMIC_RELAXED) op (val),		\
+				 __ATOMIC_RELAXED);			\
+	else								\
+		atomic_op(__tco_p, (val), __ATOMIC_RELAXED);		\
+} while (0)
+#define this_cpu_add(pcp, val)	shim_this_cpu_op(pcp, +, __atomic_fetch_add, val)
+#define this_cpu_sub(pcp, val)	shim_this_cpu_op(pcp, -, __atomic_fetch_sub, val)
 #define this_cpu_inc(pcp)	this_cpu_add(pcp, 1)
 #define this_cpu_dec(pcp)	this_cpu_sub(pcp, 1)
 #define this_cpu_read(pcp)	__atomic_load_n(raw_cpu_ptr(&(pcp)), __ATOMIC_RELAXED)

@@ -165,11 +165,21 @@ void shim_cond_resched(const char *file, int line)
 
 unsigned int nr_cpu_ids = 16;
 __thread int shim_this_cpu = -1;
+__thread bool shim_cpu_excl;
 static __thread int preempt_depth;
 
+/*
+ * @bound counts the live threads bound to the CPU. A thread that joins a
+ * CPU others are bound to raises it inside that CPU's section lock, so a
+ * section that read 1 at its start (shim_cpu_excl) keeps the CPU to
+ * itself to its end: nobody else reaches the CPU's per-CPU data then, and
+ * this_cpu_add() may be a plain load and store (<linux/percpu.h>). A
+ * thread that leaves lowers it after its last access (release; read
+ * with acquire).
+ */
 static struct {
 	pthread_mutex_t	lock;		/* held by a preempt_disable() section */
-	unsigned int	bound;		/* live threads bound to the CPU */
+	unsigned int	bound;		/* cpus_lock; atomic reads */
 	bool		busy;		/* a section holds it (a hint) */
 } cpus[SHIM_NR_CPUS_MAX];
 static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -180,7 +190,7 @@ static void cpu_unbind(void *arg)
 	int cpu = (int)(uintptr_t)arg - 1;
 
 	pthread_mutex_lock(&cpus_lock);
-	cpus[cpu].bound--;
+	__atomic_fetch_sub(&cpus[cpu].bound, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cpus_lock);
 }
 
@@ -199,10 +209,19 @@ static void __attribute__((constructor)) shim_cpus_init(void)
 
 static void cpu_bind(int cpu)
 {
+	bool shared;
+
 	pthread_mutex_lock(&cpus_lock);
 	if (shim_this_cpu >= 0)
-		cpus[shim_this_cpu].bound--;
-	cpus[cpu].bound++;
+		__atomic_fetch_sub(&cpus[shim_this_cpu].bound, 1,
+				   __ATOMIC_RELEASE);
+	shared = cpus[cpu].bound;
+	/* outside the CPU's section: see struct cpus above */
+	if (shared)
+		pthread_mutex_lock(&cpus[cpu].lock);
+	__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_RELAXED);
+	if (shared)
+		pthread_mutex_unlock(&cpus[cpu].lock);
 	pthread_mutex_unlock(&cpus_lock);
 	shim_this_cpu = cpu;
 	pthread_setspecific(cpu_key, (void *)(uintptr_t)(cpu + 1));
@@ -255,6 +274,8 @@ void shim_preempt_disable(void)
 	if (preempt_depth++ == 0) {
 		pthread_mutex_lock(&cpus[cpu].lock);
 		__atomic_store_n(&cpus[cpu].busy, true, __ATOMIC_RELAXED);
+		shim_cpu_excl = __atomic_load_n(&cpus[cpu].bound,
+						__ATOMIC_ACQUIRE) == 1;
 	}
 	shim_atomic_depth++;
 	barrier();
@@ -266,6 +287,7 @@ void shim_preempt_enable(void)
 	shim_atomic_depth--;
 	BUG_ON(preempt_depth <= 0);
 	if (--preempt_depth == 0) {
+		shim_cpu_excl = false;
 		__atomic_store_n(&cpus[shim_this_cpu].busy, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
 	}
