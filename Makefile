@@ -133,7 +133,7 @@ BENCH_SRC := $(wildcard tools/bench/*.c)
 $(BIN)/pmidx-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h) $(EMB_LIB) libpmidx/include/pmidx.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -I libpmidx/include $(LDFLAGS) $(BENCH_SRC) $(EMB_LIB) \
-		-luring -llmdb -lpthread -lm -o $@
+		-luring -llmdb -lurcu-memb -lpthread -lm -o $@
 
 # kselftest headers come from Debian's linux-source at build time (GPL-2.0,
 # never committed).

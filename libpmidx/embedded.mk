@@ -68,7 +68,7 @@ $(EMB_TEST): selftests/user/test-embedded.c $(EMB_LIB) $(LIBPMIDX_DIR)/include/p
 		tools/testing/pool_file.h
 	@mkdir -p $(@D)
 	$(USER_CC_plain) $(USER_CPPFLAGS) -I $(LIBPMIDX_DIR)/include -I $(LIBPMIDX_DIR)/src $(USER_BASE) \
-		$(USER_FL_plain) $< $(EMB_LIB) -o $@
+		$(USER_FL_plain) $< $(EMB_LIB) $(USER_LDLIBS) -o $@
 
 # The same archive, position-independent (python/python.mk links it into
 # the Python extension module, a shared object).

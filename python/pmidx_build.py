@@ -173,7 +173,7 @@ def pmidx_library():
                                        os.path.join(src, "uapi")],
                          extra_objects=[os.environ.get("PMIDX_PIC_LIB") or
                                         os.path.join(src, PIC_LIB)],
-                         libraries=["uring", "pthread"],
+                         libraries=["uring", "urcu-memb", "pthread"],
                          # the core's and shim's symbols stay inside the module
                          extra_link_args=["-Wl,--exclude-libs,ALL"])
     cflags = pkg_config("--cflags") or []

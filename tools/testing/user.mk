@@ -55,6 +55,8 @@ USER_WARN	:= -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 		   -Wno-shift-negative-value -Wno-pointer-sign \
 		   -Wno-format-truncation -Wno-format-overflow -Wno-stringop-truncation \
 		   -Wno-stringop-overflow -Wno-restrict -Wno-address-of-packed-member
+# the shim's RCU is liburcu's (tools/include/linux/rcupdate.h)
+USER_LDLIBS	:= -lurcu-memb
 USER_BASE	:= -std=gnu11 -g -pthread -fno-strict-aliasing -MMD -MP $(USER_WARN)
 
 # per-variant compiler and flags
@@ -148,16 +150,16 @@ $(UB)/$(1)/libpmidx-core.a: $$(USER_COREOBJ_$(1))
 $(USER_ENG_TESTS:%=$(UB)/$(1)/test-%): $(UB)/$(1)/test-%: $(UB)/$(1)/obj/selftests/user/test-%.o \
 		$(UB)/$(1)/libpmidx-user.a
 	@echo "  LD [$(1)] $$@"
-	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ $$(USER_LDLIBS) -o $$@
 
 $(USER_ENG_CRASH_ALL:%=$(UB)/$(1)/%): $(UB)/$(1)/%: $(UB)/$(1)/obj/selftests/user/%.o \
 		$(UB)/$(1)/libpmidx-user.a
 	@echo "  LD [$(1)] $$@"
-	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ $$(USER_LDLIBS) -o $$@
 
 $(UB)/$(1)/test-%: $(UB)/$(1)/obj/selftests/user/test-%.o $(UB)/$(1)/libpmidx-core.a
 	@echo "  LD [$(1)] $$@"
-	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ -o $$@
+	@$$(USER_CC_$(1)) $$(USER_BASE) $$(USER_FL_$(1)) $$^ $$(USER_LDLIBS) -o $$@
 endef
 
 # The engine table of kmod/core/engine.c, as NULL_ENGINE(id, symbol) lines.
@@ -177,7 +179,7 @@ USER_TOOLS	:= $(UB)/pmidx-poolfile $(UB)/pmidx-xpline $(UB)/libpmidx-user.a
 
 $(UB)/pmidx-%: $(UB)/plain/obj/tools/testing/pmidx-%.o $(UB)/plain/libpmidx-user.a
 	@echo "  LD      $@"
-	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -o $@
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ $(USER_LDLIBS) -o $@
 
 $(UB)/libpmidx-user.a: $(UB)/plain/libpmidx-user.a
 	@cp $< $@
@@ -191,12 +193,12 @@ USER_MEASURE	:= $(UB)/pmidx-xpline-engines $(UB)/pmidx-recovery-time
 $(UB)/pmidx-xpline-engines: $(UB)/plain/obj/selftests/user/ccl-xpline.o \
 		$(UB)/plain/obj/tools/bench/zipf.o $(UB)/plain/libpmidx-user.a
 	@echo "  LD      $@"
-	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -lm -o $@
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -lm $(USER_LDLIBS) -o $@
 
 $(UB)/pmidx-recovery-time: $(UB)/plain/obj/selftests/user/recovery-time.o \
 		$(UB)/plain/libpmidx-user.a
 	@echo "  LD      $@"
-	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ -o $@
+	@$(USER_CC_plain) $(USER_BASE) $(USER_FL_plain) $^ $(USER_LDLIBS) -o $@
 
 .PHONY: user-measure
 user-measure: $(USER_MEASURE)
@@ -206,7 +208,7 @@ user-measure: $(USER_MEASURE)
 # libFuzzer build (clang); a stub that exits 77 when the runtime is missing
 $(UB)/fuzz/fuzz-pool: $(UB)/fuzz/obj/selftests/user/fuzz-pool.o $(UB)/fuzz/libpmidx-core.a
 	@echo "  LD [fuzz] $@"
-	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ -o $@ 2>$@.log || \
+	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ $(USER_LDLIBS) -o $@ 2>$@.log || \
 		{ echo "  (no libFuzzer runtime: replay only, see $@.log)"; \
 		  printf '#!/bin/sh\nexit 77\n' >$@; chmod +x $@; touch -d @0 $@; }
 
@@ -214,7 +216,7 @@ $(UB)/fuzz/fuzz-pool: $(UB)/fuzz/obj/selftests/user/fuzz-pool.o $(UB)/fuzz/libpm
 $(UB)/replay/fuzz-replay: $(UB)/replay/obj/selftests/user/fuzz-replay.o \
 		$(UB)/replay/obj/selftests/user/fuzz-pool.o $(UB)/replay/libpmidx-core.a
 	@echo "  LD [replay] $@"
-	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ -o $@
+	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ $(USER_LDLIBS) -o $@
 
 # Engine recovery on mutated engine images (selftests/user/fuzz-engines.c):
 # links the real engines, libFuzzer (or the exit-77 stub) and the plain
@@ -225,14 +227,14 @@ $(UB)/fuzz/obj/selftests/user/fuzz-engines.o: USER_FL_fuzz += -DPMIDX_LIBFUZZER
 
 $(UB)/fuzz/fuzz-engines: $(UB)/fuzz/obj/selftests/user/fuzz-engines.o $(UB)/fuzz/libpmidx-user.a
 	@echo "  LD [fuzz] $@"
-	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ -o $@ 2>$@.log || \
+	@$(USER_CC_fuzz) $(USER_BASE) $(subst fuzzer-no-link,fuzzer,$(USER_FL_fuzz)) $^ $(USER_LDLIBS) -o $@ 2>$@.log || \
 		{ echo "  (no libFuzzer runtime: replay only, see $@.log)"; \
 		  printf '#!/bin/sh\nexit 77\n' >$@; chmod +x $@; touch -d @0 $@; }
 
 $(UB)/replay/fuzz-engines: $(UB)/replay/obj/selftests/user/fuzz-replay.o \
 		$(UB)/replay/obj/selftests/user/fuzz-engines.o $(UB)/replay/libpmidx-user.a
 	@echo "  LD [replay] $@"
-	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ -o $@
+	@$(USER_CC_replay) $(USER_BASE) $(USER_FL_replay) $^ $(USER_LDLIBS) -o $@
 
 USER_FE_BIN	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-engines) $(UB)/replay/fuzz-engines
 

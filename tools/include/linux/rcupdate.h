@@ -1,18 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Userspace shim: RCU as a reader-writer lock. Readers take it shared
- * (glibc's default rwlock prefers readers, so read sections nest), and
- * synchronize_rcu() takes it exclusively once, which waits out every
- * reader that began before it. Slower than real RCU under contention,
- * but it has the guarantee the module relies on.
+ * Userspace shim: RCU.
+ *
+ * liburcu's memb flavour (membarrier-based: a read section is a
+ * thread-local counter and a compiler barrier; synchronize_rcu() waits
+ * out every reader that began before it). Readers register with liburcu
+ * on their first section and unregister when they exit
+ * (tools/testing/shim/rcu.c). Sections nest.
+ *
+ * ThreadSanitizer cannot see liburcu's ordering (membarrier, futexes), so
+ * the TSan build keeps a reader-writer lock instead: readers take it
+ * shared (glibc's default rwlock prefers readers, so sections nest) and
+ * synchronize_rcu() takes it exclusively once. Same guarantee, and the
+ * happens-before edges TSan needs; one shared line per section.
  */
 #ifndef _SHIM_LINUX_RCUPDATE_H
 #define _SHIM_LINUX_RCUPDATE_H
 
-#include <pthread.h>
 #include <linux/compiler.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define SHIM_RCU_RWLOCK	1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHIM_RCU_RWLOCK	1
+#endif
+#endif
+
 #define __rcu
+
+#ifdef SHIM_RCU_RWLOCK
+#include <pthread.h>
 
 extern pthread_rwlock_t shim_rcu_lock;
 
@@ -31,6 +49,12 @@ static inline void synchronize_rcu(void)
 	pthread_rwlock_wrlock(&shim_rcu_lock);
 	pthread_rwlock_unlock(&shim_rcu_lock);
 }
+#else
+/* tools/testing/shim/rcu.c: liburcu's names clash with the kernel's */
+void rcu_read_lock(void);
+void rcu_read_unlock(void);
+void synchronize_rcu(void);
+#endif
 
 #define rcu_dereference(p)		__atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 #define rcu_dereference_protected(p, c)	(p)

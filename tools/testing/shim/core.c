@@ -22,10 +22,6 @@
 #include <linux/smp.h>
 #include <shim/shim.h>
 
-/* ---- RCU (linux/rcupdate.h) ------------------------------------------ */
-
-pthread_rwlock_t shim_rcu_lock = PTHREAD_RWLOCK_INITIALIZER;
-
 /* ---- printk ----------------------------------------------------------- */
 
 static int loglevel = -2;		/* -2: not read from the environment yet */
