@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <linux/prandom.h>
+#include <shim/sanitizer.h>
 #include <shim/shim.h>
 #include "core/engine.h"
 #include "engines/utree/utree.h"
@@ -209,7 +210,7 @@ static void engine_full_pool(void)
 {
 	u32 e;
 
-#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+#ifdef SHIM_TSAN
 	/* one thread, minutes under TSan: the plain and ASan builds run it */
 	ut_note("engine_full_pool: single-threaded, not run under TSan");
 	return;

@@ -27,6 +27,7 @@
 #include <linux/bitmap.h>
 #include <linux/crc32.h>
 #include <shim/pmem.h>
+#include <shim/sanitizer.h>
 #include <shim/shim.h>
 #include <shim/store_trace.h>
 #include "core/super.h"
@@ -124,15 +125,7 @@ static struct crashsim *cs_active;	/* for the SIGABRT note */
  * reads ignored: the workload's own accesses, to work[] and everything
  * else, are still checked against each other.
  */
-#if defined(__SANITIZE_THREAD__)
-#define CS_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CS_TSAN 1
-#endif
-#endif
-
-#ifdef CS_TSAN
+#ifdef SHIM_TSAN
 /* ThreadSanitizer's dynamic annotations (no public header declares them) */
 void AnnotateIgnoreReadsBegin(const char *file, int line);
 void AnnotateIgnoreReadsEnd(const char *file, int line);

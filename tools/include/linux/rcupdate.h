@@ -18,18 +18,11 @@
 #define _SHIM_LINUX_RCUPDATE_H
 
 #include <linux/compiler.h>
-
-#if defined(__SANITIZE_THREAD__)
-#define SHIM_RCU_RWLOCK	1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHIM_RCU_RWLOCK	1
-#endif
-#endif
+#include <shim/sanitizer.h>
 
 #define __rcu
 
-#ifdef SHIM_RCU_RWLOCK
+#ifdef SHIM_TSAN
 #include <pthread.h>
 
 extern pthread_rwlock_t shim_rcu_lock;

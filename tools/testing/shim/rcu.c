@@ -4,15 +4,9 @@
  * Only liburcu's headers are included here: its rcu_* macros and the
  * shim's kernel names would clash.
  */
-#if defined(__SANITIZE_THREAD__)
-#define SHIM_RCU_RWLOCK	1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHIM_RCU_RWLOCK	1
-#endif
-#endif
+#include <shim/sanitizer.h>
 
-#ifdef SHIM_RCU_RWLOCK
+#ifdef SHIM_TSAN
 #include <pthread.h>
 
 pthread_rwlock_t shim_rcu_lock = PTHREAD_RWLOCK_INITIALIZER;
