@@ -227,6 +227,8 @@ static void cpu_bind(int cpu)
  * Bind the calling thread to the least used CPU (lowest id on a tie),
  * preferring one no section holds: a thread started by one that stopped
  * inside a section (the crash simulator's checker) must not wait for it.
+ * Joining a CPU others are bound to waits for its section (cpu_bind()),
+ * as the joiner's first section would.
  */
 int shim_cpu_bind(void)
 {
