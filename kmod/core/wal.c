@@ -10,43 +10,52 @@
  * recovery marks them all and nothing leaks.
  *
  * Entries. 32 bytes at 32-byte offsets, so an entry lies in one cache
- * line: w0, w1, check, then meta = ts (48 bits) | flags (4) | 0 (12),
+ * line: w0, w1, check, then meta = ts (48 bits) | flags (4) | gen (12),
  * stored last with a compiler barrier before it. An entry is written and
  * persisted (flush + fence) before the append returns, under its CPU's
  * lock, so within a chunk the entries persist in order.
  *
+ * Generations. A chunk is reused (free list) without being zeroed, so it
+ * holds stale entries of its earlier uses, each a perfectly valid entry;
+ * the end of the log must be told apart from them. Each use of a chunk
+ * has a generation, 1..4095, persisted in the chunk's directory slot
+ * before the use's first append, and every entry carries it in meta. An
+ * entry belongs to the log iff its generation is the chunk's; replay
+ * stops at the first slot whose meta is zero or of another generation.
+ * A chunk is "clean" when no slot holds an entry of its current
+ * generation other than the current use's appends: a clean chunk needs
+ * nothing more, and an append persists its own line only.
+ *
  * Torn entries. Under ADR a dirty line may be written back at any time
  * (eviction), holding some prefix of its stores in program order; 8-byte
- * stores are never torn. The slot an append writes is durably zero
- * before it starts (zero-ahead, below), so its meta word is non-zero on
+ * stores are never torn. So an entry's meta word is its generation's on
  * media only if the store of meta reached media, and then so did w0, w1
- * and check, stored before it in the same line. A torn entry therefore
- * reads as meta == 0: the end of the log. The check (a 64-bit hash of
- * w0, w1 and meta) is not needed for that; it catches corruption, and an
- * entry with a non-zero meta whose check or reserved bits are wrong
- * makes replay refuse the log (-EUCLEAN) rather than drop what follows.
+ * and check, stored before it in the same line; a torn entry keeps the
+ * old meta (zero or an older generation): the end of the log. The check
+ * (a 64-bit hash of w0, w1 and meta) is not needed for that; it catches
+ * corruption: an entry of the current generation whose check or
+ * timestamp is wrong, or a valid entry right after the end (appends are
+ * sequential, so the slot after a torn one was never written), makes
+ * replay refuse the log (-EUCLEAN) rather than drop what follows.
  *
- * Zero-ahead. A chunk may hold stale entries of an earlier use, each a
- * perfectly valid entry, so the end of the log must be marked: the entry
- * slot after the last durable entry is always durably zero, or the one
- * after that when an append is in flight. A chunk is handed to a side
- * with its first two slots zeroed (and persisted before its slot says
- * so). Before append i, slots i and i + 1 are durably zero; so a power
- * cut during append i leaves slot i + 1 zero: replay stops there at the
- * latest, whatever entry i looks like. The appends keep that true a line
- * at a time (a line holds two slots): an append into the first slot of a
- * line also zeroes the next line, in the same persist, and an append into
- * the second slot persists its own line only (the slot after it was
- * zeroed with the line before). 1.5 lines written back per entry instead
- * of the 2 that zeroing slot i + 2 with every entry cost. Nothing else is ever
- * zeroed: neither new chunks (whatever the allocator hands out) nor
- * recycled ones, which keeps the log writes sequential and single.
+ * Keeping chunks clean. A new chunk (whatever the allocator hands out) is
+ * not clean, nor is a chunk whose generation wraps to 1; their use marks
+ * its end by zero-ahead: the use starts with its first two slots durably
+ * zero, an append into the first slot of a line also zeroes the next
+ * line in the same persist, one into the second slot persists its own
+ * line only; so the slot after the last durable entry is always durably
+ * zero (or the one after that while an append is in flight) and replay
+ * stops there before reaching whatever lies beyond. When such a chunk is
+ * recycled (process context) its tail from the end of the log on is
+ * zeroed and it becomes clean: it then holds only zeros and entries of
+ * one generation, and the next 4094 uses take new ones. A clean append
+ * writes back one line; zero-ahead cost 1.5, and did so for every use.
  *
- * Chunk states. A chunk becomes SIDEn (persisted) after its first slots
- * are zero and before its first append; recycling a side sets its chunks
- * FREE (never replayed). Handing a free chunk back to the allocator
- * clears the slot (persisted) before the free, so a slot never names an
- * object that could belong to someone else.
+ * Chunk states. A chunk becomes SIDEn (persisted, with its generation and
+ * clean bit) before its first append; recycling a side sets its chunks
+ * FREE (never replayed), clean. Handing a free chunk back to the
+ * allocator clears the slot (persisted) before the free, so a slot never
+ * names an object that could belong to someone else.
  *
  * Appends stay on one CPU: get_cpu() picks the CPU's log and its lock
  * orders appends there (the lock is uncontended unless a task on that CPU
@@ -75,8 +84,8 @@
 #include "parallel.h"
 #include "wal.h"
 
-#define SLOT_OFF_MASK	(~PMIDX_WAL_SLOT_STATE)
-#define REPLAY_BLOCK	(PMIDX_WAL_ENT_SIZE * 128)
+#define REPLAY_BLOCK		(PMIDX_WAL_ENT_SIZE * 128)
+#define RELEASE_ZERO_STEP	(256U << 10)
 
 /* A 64-bit mix of the entry (never 0, so a zeroed entry fails it too). */
 static u64 ent_check(u64 w0, u64 w1, u64 meta)
@@ -93,29 +102,56 @@ static u64 ent_check(u64 w0, u64 w1, u64 meta)
 	return h | 1;
 }
 
-static u64 ent_meta(u64 ts, u8 flags)
+static u64 ent_meta(u64 ts, u8 flags, u16 gen)
 {
-	return ts | (u64)(flags & 0xf) << PMIDX_WAL_FLAGS_SHIFT;
+	return ts | (u64)(flags & 0xf) << PMIDX_WAL_FLAGS_SHIFT |
+	       (u64)gen << PMIDX_WAL_GEN_SHIFT;
+}
+
+/**
+ * pmidx_wal_ent_encode - write an entry of generation @gen at @e
+ *
+ * The commit order of an append: w0, w1 and check, then meta. Persisting
+ * is the caller's. Exported for the fuzzers, which forge valid entries.
+ */
+void pmidx_wal_ent_encode(struct pmidx_wal_ent *e, u64 w0, u64 w1, u64 ts,
+			  u8 flags, u16 gen)
+{
+	u64 meta = ent_meta(ts, flags, gen);
+
+	e->w0 = cpu_to_le64(w0);
+	e->w1 = cpu_to_le64(w1);
+	e->check = cpu_to_le64(ent_check(w0, w1, meta));
+	/* meta is the commit: stored after the rest of the entry */
+	barrier();
+	WRITE_ONCE(e->meta, cpu_to_le64(meta));
 }
 
 /*
- * Decode the entry at @e. Return: 1 valid, 0 the end of the log (meta is
- * zero: never written, or its append did not complete), -EUCLEAN corrupt.
+ * Decode the entry at @e of a chunk in generation @gen. Return: 1 valid,
+ * 0 not of this use (zero, an earlier use's, or an append that did not
+ * complete: the end of the log), -EUCLEAN corrupt.
  */
-static int ent_decode(const struct pmidx_wal_ent *e, struct pmidx_wal_rec *r)
+static int ent_decode(const struct pmidx_wal_ent *e, u16 gen,
+		      struct pmidx_wal_rec *r)
 {
 	u64 meta = le64_to_cpu(e->meta);
 
-	if (!meta)
+	if (!meta || meta >> PMIDX_WAL_GEN_SHIFT != gen)
 		return 0;
 	r->w0 = le64_to_cpu(e->w0);
 	r->w1 = le64_to_cpu(e->w1);
 	r->ts = meta & PMIDX_WAL_TS_MAX;
 	r->flags = (meta >> PMIDX_WAL_FLAGS_SHIFT) & 0xf;
-	if (!r->ts || (meta & PMIDX_WAL_META_RSVD) ||
-	    le64_to_cpu(e->check) != ent_check(r->w0, r->w1, meta))
+	if (!r->ts || le64_to_cpu(e->check) != ent_check(r->w0, r->w1, meta))
 		return -EUCLEAN;
 	return 1;
+}
+
+static u64 slot_word(const struct pmidx_wal_chunk *c, u64 state)
+{
+	return (u64)c->gen << PMIDX_WAL_GEN_SHIFT | c->off |
+	       (c->clean ? PMIDX_WAL_SLOT_CLEAN : 0) | state;
 }
 
 static void slot_set(struct pmidx_wal *w, u32 slot, u64 word)
@@ -146,11 +182,20 @@ u64 pmidx_wal_format(struct pmidx_pool *pool)
 	return off;
 }
 
-/* Zero the first two entry slots of a chunk about to be used. */
+/*
+ * Start a new use of @c: the next generation, and for a chunk that is
+ * not clean (or whose generation wraps) the first two slots zeroed for
+ * zero-ahead. The caller then persists the slot word.
+ */
 static void chunk_prepare(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 {
-	pmidx_memset_persist(&w->pool->pm, pmidx_ptr(&w->pool->pm, c->off), 0,
-			     2 * PMIDX_WAL_ENT_SIZE);
+	c->gen = c->gen % PMIDX_WAL_GEN_MAX + 1;
+	if (c->gen == 1)
+		c->clean = false;
+	if (!c->clean)
+		pmidx_memset_persist(&w->pool->pm,
+				     pmidx_ptr(&w->pool->pm, c->off), 0,
+				     2 * PMIDX_WAL_ENT_SIZE);
 }
 
 /* A new chunk with a directory slot in state @state, or NULL. */
@@ -171,10 +216,16 @@ static struct pmidx_wal_chunk *chunk_new(struct pmidx_wal *w, u64 state,
 		off = pmidx_alloc(a, PMIDX_WAL_MIN_CHUNK);
 	if (!off)
 		goto err_free;
+	if (WARN_ON_ONCE(off & ~PMIDX_WAL_SLOT_OFF)) {
+		pmidx_free(a, off);
+		goto err_free;
+	}
 	c->off = off;
 	c->size = min_t(size_t, pmidx_alloc_size(a, off), U32_MAX & ~0xffU);
 	c->size -= c->size % PMIDX_WAL_ENT_SIZE;
-	chunk_prepare(w, c);
+	/* a free chunk keeps generation 0 until it is taken */
+	if (state != PMIDX_WAL_SLOT_FREE)
+		chunk_prepare(w, c);
 
 	spin_lock(&w->lock);
 	slot = find_first_zero_bit(w->slot_map, w->nslots);
@@ -185,7 +236,7 @@ static struct pmidx_wal_chunk *chunk_new(struct pmidx_wal *w, u64 state,
 	}
 	__set_bit(slot, w->slot_map);
 	c->slot = slot;
-	slot_set(w, slot, off | state);
+	slot_set(w, slot, slot_word(c, state));
 	spin_unlock(&w->lock);
 	atomic64_add(c->size, &w->chunk_bytes);
 	return c;
@@ -208,7 +259,7 @@ static struct pmidx_wal_chunk *chunk_get(struct pmidx_wal *w,
 		list_del(&c->node);
 		w->nfree--;
 		chunk_prepare(w, c);
-		slot_set(w, c->slot, c->off | state);
+		slot_set(w, c->slot, slot_word(c, state));
 		list_add_tail(&c->node, &w->used[side]);
 		spin_unlock(&w->lock);
 		return c;
@@ -241,7 +292,6 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 	struct pmidx_wal_chunk *c;
 	struct pmidx_wal_cpu *pc;
 	struct pmidx_wal_ent *e;
-	u64 meta;
 	int ret = 0;
 
 	/* zero-ahead works in whole lines of whole entries */
@@ -262,14 +312,8 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		}
 	}
 	e = pmidx_ptr(&w->pool->pm, c->off + c->used);
-	meta = ent_meta(ts, flags);
-	e->w0 = cpu_to_le64(w0);
-	e->w1 = cpu_to_le64(w1);
-	e->check = cpu_to_le64(ent_check(w0, w1, meta));
-	/* meta is the commit: stored after the rest of the entry */
-	barrier();
-	WRITE_ONCE(e->meta, cpu_to_le64(meta));
-	if (IS_ALIGNED(c->off + c->used, PMIDX_LINE_SIZE) &&
+	pmidx_wal_ent_encode(e, w0, w1, ts, flags, c->gen);
+	if (!c->clean && IS_ALIGNED(c->off + c->used, PMIDX_LINE_SIZE) &&
 	    c->used + 2 * PMIDX_LINE_SIZE <= c->size) {
 		/* zero-ahead: the next line, persisted with entry i */
 		memset((void *)e + PMIDX_LINE_SIZE, 0, PMIDX_LINE_SIZE);
@@ -288,14 +332,37 @@ out:
 	return ret;
 }
 
-/* Return a recycled chunk to the free list, or to the allocator. */
+/*
+ * Return a recycled chunk to the free list, or to the allocator. A chunk
+ * kept that is not clean has its tail zeroed first (its entries end at
+ * @c->used; zero-ahead kept garbage out of reach only until then).
+ */
 static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 {
+	bool keep;
+
 	spin_lock(&w->lock);
-	if (w->nfree < w->max_free) {
-		slot_set(w, c->slot, c->off | PMIDX_WAL_SLOT_FREE);
+	keep = w->nfree < w->max_free;
+	if (keep)
+		w->nfree++;	/* claimed: the list entry follows */
+	spin_unlock(&w->lock);
+	if (keep && !c->clean) {
+		u32 pos, n;
+
+		for (pos = c->used; pos < c->size; pos += n) {
+			n = min_t(u32, c->size - pos, RELEASE_ZERO_STEP);
+			pmidx_memset_persist(&w->pool->pm,
+					     pmidx_ptr(&w->pool->pm, c->off + pos),
+					     0, n);
+			cond_resched();
+		}
+		c->clean = true;
+	}
+	c->used = 0;
+	spin_lock(&w->lock);
+	if (keep) {
+		slot_set(w, c->slot, slot_word(c, PMIDX_WAL_SLOT_FREE));
 		list_add_tail(&c->node, &w->free);
-		w->nfree++;
 		spin_unlock(&w->lock);
 		return;
 	}
@@ -370,7 +437,6 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 	list_for_each_entry_safe(c, tmp, &list, node) {
 		list_del(&c->node);
 		percpu_counter_sub(&w->used_bytes, c->used);
-		c->used = 0;
 		chunk_release(w, c);
 		cond_resched();
 	}
@@ -479,11 +545,14 @@ static void wal_free_dram(struct pmidx_wal *w)
 static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 {
 	struct pmidx_alloc *a = &w->pool->alloc;
-	u64 off = word & SLOT_OFF_MASK, state = word & PMIDX_WAL_SLOT_STATE;
+	u64 off = pmidx_wal_slot_off(word), state = word & PMIDX_WAL_SLOT_STATE;
+	u16 gen = word >> PMIDX_WAL_GEN_SHIFT;
 	struct pmidx_wal_chunk *c;
 	size_t size;
 
-	if (state < PMIDX_WAL_SLOT_FREE || state > PMIDX_WAL_SLOT_SIDE1)
+	if (state < PMIDX_WAL_SLOT_FREE || state > PMIDX_WAL_SLOT_SIDE1 ||
+	    (word & PMIDX_WAL_SLOT_RSVD) ||
+	    (!gen && state != PMIDX_WAL_SLOT_FREE))
 		return -EUCLEAN;
 	if (trace && pmidx_alloc_mark(a, off))
 		return -EUCLEAN;
@@ -497,6 +566,8 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 	c->size = min_t(size_t, size, U32_MAX & ~0xffU);
 	c->size -= c->size % PMIDX_WAL_ENT_SIZE;
 	c->slot = i;
+	c->gen = gen;
+	c->clean = word & PMIDX_WAL_SLOT_CLEAN;
 	__set_bit(i, w->slot_map);
 	atomic64_add(c->size, &w->chunk_bytes);
 	if (state == PMIDX_WAL_SLOT_FREE) {
@@ -608,6 +679,28 @@ struct replay_ctx {
 	void			*ctx;
 };
 
+/*
+ * The log of @c ends at @pos unless the entry after it is of this use:
+ * appends are sequential, so that means the entry at @pos was damaged.
+ * Return: 0 the end, -EUCLEAN corrupt, -EIO.
+ */
+static int replay_check_end(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
+			    u32 pos)
+{
+	struct pmidx_wal_ent next;
+	struct pmidx_wal_rec rec;
+	int ret;
+
+	if (pos + 2 * PMIDX_WAL_ENT_SIZE > c->size)
+		return 0;
+	ret = pmidx_read_media(&next, pmidx_ptr(&rc->w->pool->pm,
+						c->off + pos + PMIDX_WAL_ENT_SIZE),
+			       sizeof(next));
+	if (ret)
+		return ret;
+	return ent_decode(&next, c->gen, &rec) ? -EUCLEAN : 0;
+}
+
 static int replay_chunk(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 			unsigned int worker, u8 *buf)
 {
@@ -622,7 +715,9 @@ static int replay_chunk(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 		if (ret)
 			return ret;
 		for (i = 0; i < n; i += PMIDX_WAL_ENT_SIZE) {
-			ret = ent_decode((void *)(buf + i), &rec);
+			ret = ent_decode((void *)(buf + i), c->gen, &rec);
+			if (!ret)
+				ret = replay_check_end(rc, c, pos);
 			if (ret < 0) {
 				pr_err("pmidx: log chunk %#llx: entry at %u is corrupt\n",
 				       c->off, pos);
@@ -746,7 +841,7 @@ void pmidx_wal_destroy(struct pmidx_wal *w)
 	for (i = 0; i < w->nslots; i++) {
 		if (!test_bit(i, w->slot_map))
 			continue;
-		pmidx_free(a, le64_to_cpu(w->dir->slot[i]) & SLOT_OFF_MASK);
+		pmidx_free(a, pmidx_wal_slot_off(le64_to_cpu(w->dir->slot[i])));
 	}
 	pmidx_free(a, w->dir_off);
 	wal_free_dram(w);

@@ -11,10 +11,12 @@
  *
  * An entry is 32 bytes, aligned to 32 so that it never straddles a cache
  * line: two 8-byte payload words, a 64-bit check over the entry, and the
- * meta word (48-bit timestamp, 4 engine flag bits) stored last. A line
- * persists as a prefix of its stores in program order, so a non-zero meta
- * word on media means the whole entry is there: a torn entry cannot be
- * read as valid (wal.c, "Entries"). The check only catches corruption.
+ * meta word (48-bit timestamp, 4 engine flag bits, the chunk's 12-bit
+ * generation) stored last. A line persists as a prefix of its stores in
+ * program order, so a meta word of the chunk's current generation on
+ * media means the whole entry is there: a torn entry cannot be read as
+ * valid (wal.c, "Entries", "Generations"). The check only catches
+ * corruption.
  *
  * Lifetime rule for the objects an entry names. Entries refer to other
  * pool objects (an engine's blobs) by offset, and recovery decodes every
@@ -43,24 +45,39 @@
 #include "pool.h"
 
 #define PMIDX_WAL_DIR_MAGIC	0x5249444c41575850ULL	/* "PXWALDIR" */
-#define PMIDX_WAL_VERSION	2	/* 2: 32-byte line-aligned entries */
+#define PMIDX_WAL_VERSION	3	/* 3: chunk generations, no zero-ahead */
 #define PMIDX_WAL_DIR_SIZE	16384
 #define PMIDX_WAL_DIR_HDR	64
 #define PMIDX_WAL_NSLOTS	((PMIDX_WAL_DIR_SIZE - PMIDX_WAL_DIR_HDR) / 8)
 
-/* Directory slot word: chunk offset (256-byte aligned) | state. */
-#define PMIDX_WAL_SLOT_STATE	0xffULL
+/*
+ * Directory slot word: generation:12 | chunk offset:44 (256-byte aligned,
+ * below 4 PiB) | 0:3 | clean:1 | state:4. The generation tags the
+ * entries of the chunk's current use; "clean" says that no entry of an
+ * earlier use carries it (wal.c, "Generations").
+ */
+#define PMIDX_WAL_SLOT_STATE	0x0fULL
 #define PMIDX_WAL_SLOT_EMPTY	0	/* the whole word is 0 */
 #define PMIDX_WAL_SLOT_FREE	1	/* chunk on the free list */
 #define PMIDX_WAL_SLOT_SIDE0	2	/* in use by side 0 */
 #define PMIDX_WAL_SLOT_SIDE1	3	/* in use by side 1 */
+#define PMIDX_WAL_SLOT_CLEAN	0x10ULL
+#define PMIDX_WAL_SLOT_RSVD	0xe0ULL
+#define PMIDX_WAL_GEN_SHIFT	52
+#define PMIDX_WAL_GEN_MAX	0xfffU
+#define PMIDX_WAL_SLOT_OFF	(~0ULL >> (64 - PMIDX_WAL_GEN_SHIFT) & ~0xffULL)
 
 #define PMIDX_WAL_ENT_SIZE	32
 #define PMIDX_WAL_TS_BITS	48
 #define PMIDX_WAL_TS_MAX	((1ULL << PMIDX_WAL_TS_BITS) - 1)
 #define PMIDX_WAL_FLAGS_SHIFT	PMIDX_WAL_TS_BITS
-#define PMIDX_WAL_META_RSVD	(~0ULL << (PMIDX_WAL_TS_BITS + 4))
 #define PMIDX_WAL_MIN_CHUNK	(256U << 10)
+
+/* The chunk offset a directory slot word names. */
+static inline u64 pmidx_wal_slot_off(u64 word)
+{
+	return word & PMIDX_WAL_SLOT_OFF;
+}
 
 struct pmidx_wal_dir {
 	__le64	magic;
@@ -74,7 +91,7 @@ struct pmidx_wal_ent {
 	__le64	w0;
 	__le64	w1;
 	__le64	check;		/* hash of w0, w1 and meta */
-	__le64	meta;		/* ts:48 | flags:4 | 0:12, the commit: last */
+	__le64	meta;		/* ts:48 | flags:4 | gen:12, the commit: last */
 };
 
 /* An entry as handed to the replay callback. */
@@ -92,6 +109,9 @@ struct pmidx_wal_rec {
  * @used:  bytes appended (the high-water mark), under the owning CPU's
  *         lock while current, stable once on a list only
  * @slot:  directory slot
+ * @gen:   generation of the current (or last) use, 0 before the first
+ * @clean: no entry of an earlier use carries @gen (else appends zero
+ *         ahead); both change only when the chunk is taken or recycled
  */
 struct pmidx_wal_chunk {
 	struct list_head	node;
@@ -99,6 +119,8 @@ struct pmidx_wal_chunk {
 	u32			size;
 	u32			used;
 	u32			slot;
+	u16			gen;
+	bool			clean;
 };
 
 struct pmidx_wal_cpu {
@@ -183,6 +205,8 @@ int pmidx_wal_replay(struct pmidx_wal *w, unsigned int threads,
 		     int (*fn)(void *ctx, unsigned int worker,
 			       const struct pmidx_wal_rec *rec),
 		     void *ctx);
+void pmidx_wal_ent_encode(struct pmidx_wal_ent *e, u64 w0, u64 w1, u64 ts,
+			  u8 flags, u16 gen);
 int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		     u64 ts, u8 flags);
 void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side);

@@ -434,7 +434,8 @@ static unsigned int targets(void *img, struct pmidx_index *idx,
 	for (i = 0; i < PMIDX_WAL_NSLOTS && n < 4000; i++)
 		if (d->slot[i])
 			t[n++] = (struct target){
-				le64_to_cpu(d->slot[i]) & ~0xffULL, 4096 };
+				pmidx_wal_slot_off(le64_to_cpu(d->slot[i])),
+				4096 };
 	for (off = le64_to_cpu(r->head); off && n < 4096;
 	     off = ccl_meta_next(le64_to_cpu(((struct ccl_leaf *)(img + off))->meta)))
 		t[n++] = (struct target){ off, 256 };

@@ -309,36 +309,38 @@ static u32 rnd_n(u32 n)
 /* ---- log entries with valid checks ----------------------------------- */
 
 /*
- * FORGE has the core's own log code write its entries (pmidx_wal_append
- * into the spare side of a scratch ccl index's log), so the harness knows
- * nothing of the entry format but PMIDX_WAL_ENT_SIZE and that entries
- * start at offset 0 of a chunk. The side is recycled before each entry:
- * the entry is the first of the side's one chunk.
+ * FORGE has the core's own encoder write its entries
+ * (pmidx_wal_ent_encode(), which every append uses), in the generation
+ * of the chunk they go into, so the harness knows nothing of the entry
+ * format but PMIDX_WAL_ENT_SIZE and that entries start at offset 0 of a
+ * chunk. forge_init() proves the method on a scratch ccl index.
  */
 static struct {
-	u8			*img;
-	struct pmidx_pool	*pool;
-	struct pmidx_wal	*wal;
-	unsigned int		side;
 	bool			ok;
 } forge;
 
-static const u8 *forge_entry(u64 w0, u64 w1, u64 ts, u8 flags)
+static const u8 *forge_entry(u64 w0, u64 w1, u64 ts, u8 flags, u16 gen)
 {
-	u32 i;
+	static struct pmidx_wal_ent e;
 
 	if (!forge.ok)
 		return NULL;
-	pmidx_wal_recycle(forge.wal, forge.side);
-	if (pmidx_wal_append(forge.wal, forge.side, w0, w1, ts, flags))
-		return NULL;
-	for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
-		u64 s = le64_to_cpu(forge.wal->dir->slot[i]);
+	pmidx_wal_ent_encode(&e, w0, w1, ts, flags, gen);
+	return (const u8 *)&e;
+}
 
-		if ((s & PMIDX_WAL_SLOT_STATE) == PMIDX_WAL_SLOT_SIDE0 + forge.side)
-			return forge.img + (s & ~PMIDX_WAL_SLOT_STATE);
+/* The directory slot word naming the log chunk at @off, 0: none. */
+static u64 wal_slot_of(const struct pmidx_wal_dir *d, u64 off)
+{
+	u32 i;
+
+	for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
+		u64 s = le64_to_cpu(d->slot[i]);
+
+		if (s && pmidx_wal_slot_off(s) == off)
+			return s;
 	}
-	return NULL;
+	return 0;
 }
 
 static u64 word_of(const char *s)
@@ -357,30 +359,46 @@ static void forge_init(void)
 {
 	struct pmidx_pool *pool;
 	struct pmidx_index *idx;
+	struct pmidx_wal *wal;
 	const char *why = NULL;
-	u32 vlen = 8;
-	u8 v[8], *copy;
+	u32 vlen = 8, i;
+	u8 v[8], *img, *copy;
+	const u8 *e = NULL;
+	unsigned int side;
 	int ret;
 
-	forge.img = mmap(NULL, FE_SIZE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	img = mmap(NULL, FE_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	copy = mmap(NULL, FE_SIZE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (forge.img == MAP_FAILED || copy == MAP_FAILED)
+	if (img == MAP_FAILED || copy == MAP_FAILED)
 		die("mmap", NULL);
-	if (pmidx_pool_format(forge.img, FE_SIZE, true, &why))
+	if (pmidx_pool_format(img, FE_SIZE, true, &why))
 		die("scratch pool", why);
-	forge.pool = pmidx_pool_open(forge.img, FE_SIZE, false, &why);
-	if (IS_ERR(forge.pool))
+	pool = pmidx_pool_open(img, FE_SIZE, false, &why);
+	if (IS_ERR(pool))
 		die("scratch pool", why);
-	if (pmidx_index_create(forge.pool, "forge", PMIDX_ENGINE_CCL, &idx, &why) ||
+	if (pmidx_index_create(pool, "forge", PMIDX_ENGINE_CCL, &idx, &why) ||
 	    idx->ops->put(idx, (const u8 *)"anchor!!", 8, (const u8 *)"x", 1, 0))
 		die("scratch index", why);
-	forge.wal = ((struct ccl_tree *)idx->priv)->wal;
-	forge.side = !((struct ccl_tree *)idx->priv)->side;
-	forge.ok = true;
-	forge.ok = forge_entry(word_of("forged!!"), word_of("value!!!"), 1 << 20, 0);
-	memcpy(copy, forge.img, FE_SIZE);
+	/* an append into the spare side, then the same entry forged */
+	wal = ((struct ccl_tree *)idx->priv)->wal;
+	side = !((struct ccl_tree *)idx->priv)->side;
+	forge.ok = !pmidx_wal_append(wal, side, word_of("forged!!"),
+				     word_of("value!!!"), 1 << 20, 0);
+	for (i = 0; i < PMIDX_WAL_NSLOTS && forge.ok && !e; i++) {
+		u64 s = le64_to_cpu(wal->dir->slot[i]);
+
+		if ((s & PMIDX_WAL_SLOT_STATE) == PMIDX_WAL_SLOT_SIDE0 + side)
+			e = forge_entry(word_of("forged!!"), word_of("value!!!"),
+					1 << 20, 0, s >> PMIDX_WAL_GEN_SHIFT);
+		if (e && memcmp(e, img + pmidx_wal_slot_off(s),
+				PMIDX_WAL_ENT_SIZE))
+			forge.ok = false;
+	}
+	forge.ok &= !!e;
+	memcpy(copy, img, FE_SIZE);
+	pmidx_pool_close(pool);
 	pool = pmidx_pool_open(copy, FE_SIZE, false, &why);
 	if (IS_ERR(pool))
 		die("scratch pool copy", why);
@@ -389,6 +407,7 @@ static void forge_init(void)
 	forge.ok &= !ret && vlen == 8 && !memcmp(v, "value!!!", 8);
 	pmidx_pool_close(pool);
 	munmap(copy, FE_SIZE);
+	munmap(img, FE_SIZE);
 	if (!forge.ok)
 		fprintf(stderr, "fuzz-engines: a forged log entry does not replay: FORGE disabled\n");
 }
@@ -788,7 +807,7 @@ static void ccl_fe_classify(struct fe_ctx *c, u64 root_off)
 		return;
 	d = (const void *)(c->img + off);
 	for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
-		u64 s = le64_to_cpu(d->slot[i]), co = s & ~PMIDX_WAL_SLOT_STATE;
+		u64 s = le64_to_cpu(d->slot[i]), co = pmidx_wal_slot_off(s);
 		size_t size;
 
 		if (!s)
@@ -1131,6 +1150,25 @@ static const struct fe_obj *wal_log_of(const struct fe_image *im, u32 n)
 	return NULL;
 }
 
+/* The generation of the core log chunk @o (its directory's slot word). */
+static u16 wal_chunk_gen(const struct fe_image *im, const u8 *img,
+			 const struct fe_obj *o)
+{
+	u32 i, cnt = im->count[FK_LOGDIR];
+	u64 s;
+
+	for (i = 0; i < cnt; i++) {
+		const struct fe_obj *d = &im->obj[im->first[FK_LOGDIR] + i];
+
+		if (d->eng != o->eng || d->cap < PMIDX_WAL_DIR_SIZE)
+			continue;
+		s = wal_slot_of((const void *)(img + d->off), o->off);
+		if (s)
+			return s >> PMIDX_WAL_GEN_SHIFT;
+	}
+	return 0;
+}
+
 static bool verbose;
 static unsigned long patch_mask = ~0UL;	/* PMIDX_FUZZ_PATCHES: bisecting */
 static unsigned int patch_no;
@@ -1264,7 +1302,8 @@ static void apply(u8 *img_in, const struct fe_image *im, struct rd *r)
 			ent %= o->len / PMIDX_WAL_ENT_SIZE + 2;
 			if ((ent + 1) * PMIDX_WAL_ENT_SIZE > o->cap)
 				break;
-			e = forge_entry(w0, w1, ts, flags & 0xf);
+			e = forge_entry(w0, w1, ts, flags & 0xf,
+					wal_chunk_gen(im, img, o));
 			if (e) {
 				memcpy(img + o->off + ent * PMIDX_WAL_ENT_SIZE, e,
 				       PMIDX_WAL_ENT_SIZE);

@@ -254,7 +254,7 @@ user-lib: $(UB)/libpmidx-user.a
 
 # ---- suites --------------------------------------------------------------------
 
-USER_UNIT	:= shim super itable alloc storm
+USER_UNIT	:= shim super itable alloc storm wal
 USER_TSAN	:= shim storm engines check
 USER_BIN_unit	:= $(USER_UNIT:%=$(UB)/plain/test-%)
 USER_BIN_asan	:= $(USER_UNIT:%=$(UB)/asan/test-%)
