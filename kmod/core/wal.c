@@ -34,9 +34,14 @@
  * old meta (zero or an older generation): the end of the log. The check
  * (a 64-bit hash of w0, w1 and meta) is not needed for that; it catches
  * corruption: an entry of the current generation whose check or
- * timestamp is wrong, or a valid entry right after the end (appends are
- * sequential, so the slot after a torn one was never written), makes
- * replay refuse the log (-EUCLEAN) rather than drop what follows.
+ * timestamp is wrong, or a valid entry right after the end where none
+ * can be, makes replay refuse the log (-EUCLEAN) rather than drop what
+ * follows. In a clean chunk none can be anywhere after the end (appends
+ * are sequential: the slot after a torn one was never written). In a
+ * chunk that zeroes ahead, an append into the first slot of a line may
+ * land before the zeroing of the next line does, so the slot two after
+ * the end may hold anything when the end is the second slot of a line;
+ * when it is the first, the line was zeroed by an append that returned.
  *
  * Keeping chunks clean. A new chunk (whatever the allocator hands out) is
  * not clean, nor is a chunk whose generation wraps to 1; their use marks
@@ -343,8 +348,6 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 
 	spin_lock(&w->lock);
 	keep = w->nfree < w->max_free;
-	if (keep)
-		w->nfree++;	/* claimed: the list entry follows */
 	spin_unlock(&w->lock);
 	if (keep && !c->clean) {
 		u32 pos, n;
@@ -360,9 +363,11 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 	}
 	c->used = 0;
 	spin_lock(&w->lock);
+	/* a release racing with this one may take the list past max_free */
 	if (keep) {
 		slot_set(w, c->slot, slot_word(c, PMIDX_WAL_SLOT_FREE));
 		list_add_tail(&c->node, &w->free);
+		w->nfree++;
 		spin_unlock(&w->lock);
 		return;
 	}
@@ -550,9 +555,10 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 	struct pmidx_wal_chunk *c;
 	size_t size;
 
+	/* generation 0: never used, or a format 2 chunk (zero-ahead, gen 0) */
 	if (state < PMIDX_WAL_SLOT_FREE || state > PMIDX_WAL_SLOT_SIDE1 ||
 	    (word & PMIDX_WAL_SLOT_RSVD) ||
-	    (!gen && state != PMIDX_WAL_SLOT_FREE))
+	    (!gen && (word & PMIDX_WAL_SLOT_CLEAN)))
 		return -EUCLEAN;
 	if (trace && pmidx_alloc_mark(a, off))
 		return -EUCLEAN;
@@ -642,8 +648,10 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 		pr_err("pmidx: log directory at %#llx is corrupt\n", dir_off);
 		goto err;
 	}
-	if (le32_to_cpu(hdr.version) != PMIDX_WAL_VERSION) {
-		pr_err("pmidx: log format %u is not supported (want %u)\n",
+	/* format 2 is format 3 with every chunk in generation 0 */
+	if (le32_to_cpu(hdr.version) != PMIDX_WAL_VERSION &&
+	    le32_to_cpu(hdr.version) != 2) {
+		pr_err("pmidx: log format %u is not supported (want 2 or %u)\n",
 		       le32_to_cpu(hdr.version), PMIDX_WAL_VERSION);
 		goto err;
 	}
@@ -680,9 +688,9 @@ struct replay_ctx {
 };
 
 /*
- * The log of @c ends at @pos unless the entry after it is of this use:
- * appends are sequential, so that means the entry at @pos was damaged.
- * Return: 0 the end, -EUCLEAN corrupt, -EIO.
+ * The log of @c ends at @pos unless the entry after it is of this use,
+ * where that cannot be ("Torn entries"): then the entry at @pos was
+ * damaged. Return: 0 the end, -EUCLEAN corrupt, -EIO.
  */
 static int replay_check_end(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 			    u32 pos)
@@ -692,6 +700,9 @@ static int replay_check_end(struct replay_ctx *rc, struct pmidx_wal_chunk *c,
 	int ret;
 
 	if (pos + 2 * PMIDX_WAL_ENT_SIZE > c->size)
+		return 0;
+	/* zero-ahead: the line after an append in flight may be stale */
+	if (!c->clean && !IS_ALIGNED(c->off + pos, PMIDX_LINE_SIZE))
 		return 0;
 	ret = pmidx_read_media(&next, pmidx_ptr(&rc->w->pool->pm,
 						c->off + pos + PMIDX_WAL_ENT_SIZE),

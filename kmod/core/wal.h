@@ -45,7 +45,8 @@
 #include "pool.h"
 
 #define PMIDX_WAL_DIR_MAGIC	0x5249444c41575850ULL	/* "PXWALDIR" */
-#define PMIDX_WAL_VERSION	3	/* 3: chunk generations, no zero-ahead */
+/* 3: chunk generations; 2 (zero-ahead only) reads as generation 0 */
+#define PMIDX_WAL_VERSION	3
 #define PMIDX_WAL_DIR_SIZE	16384
 #define PMIDX_WAL_DIR_HDR	64
 #define PMIDX_WAL_NSLOTS	((PMIDX_WAL_DIR_SIZE - PMIDX_WAL_DIR_HDR) / 8)

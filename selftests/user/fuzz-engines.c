@@ -451,6 +451,21 @@ static u32 used_len(const u8 *img, u64 off, u32 cap)
 	return min_t(u32, round_up(n, 64) + 64, cap);
 }
 
+/*
+ * The part of a core log chunk worth patching: its current use's entries
+ * (generation @gen; a clean chunk's older uses lie beyond) and a line.
+ */
+static u32 wal_used_len(const u8 *img, u64 off, u32 cap, u16 gen)
+{
+	const struct pmidx_wal_ent *e = (const void *)(img + off);
+	u32 n = 0;
+
+	while ((n + 1) * PMIDX_WAL_ENT_SIZE <= cap && e[n].meta &&
+	       le64_to_cpu(e[n].meta) >> PMIDX_WAL_GEN_SHIFT == gen)
+		n++;
+	return min_t(u32, n * PMIDX_WAL_ENT_SIZE + 64, cap);
+}
+
 static int kind_cmp(const void *a, const void *b)
 {
 	const struct fe_obj *x = a, *y = b;
@@ -815,7 +830,8 @@ static void ccl_fe_classify(struct fe_ctx *c, u64 root_off)
 		last = i;
 		size = pmidx_alloc_size(&c->pool->alloc, co);
 		if (size)
-			fe_add(c, FK_LOG, co, used_len(c->img, co, size));
+			fe_add(c, FK_LOG, co, wal_used_len(c->img, co, size,
+							   s >> PMIDX_WAL_GEN_SHIFT));
 	}
 	fe_add(c, FK_LOGDIR, off, PMIDX_WAL_DIR_HDR + 8 * (last + 2));
 }

@@ -5,7 +5,8 @@
  * holds, the log reopened (a crash: DRAM forgotten, media as it is) and
  * replayed at random points; stale entries of earlier uses and of other
  * objects never replayed, torn entries read as the end, corrupt ones
- * refused. The ccl crash tests cover the log under the ADR models.
+ * refused; every crash state of an append in the line model. The ccl
+ * crash tests run the log under the simulator's ADR models.
  */
 #include <stdlib.h>
 #include <shim/shim.h>
@@ -86,7 +87,8 @@ static int reopen(struct pmidx_pool *pool, u64 dir, struct pmidx_wal **w,
 	UT_EQ(pmidx_wal_open(pool, dir, &cfg, w), 0);
 	out->n = 0;
 	ret = pmidx_wal_replay(*w, 1, collect, out);
-	qsort(out->r, out->n, sizeof(*out->r), rec_cmp);
+	if (out->n)
+		qsort(out->r, out->n, sizeof(*out->r), rec_cmp);
 	return ret;
 }
 
@@ -101,7 +103,8 @@ static void expect_records(const struct rec_list *got, const struct rec_list *a,
 		rec_add(&want, &a->r[i]);
 	for (i = 0; i < b->n; i++)
 		rec_add(&want, &b->r[i]);
-	qsort(want.r, want.n, sizeof(*want.r), rec_cmp);
+	if (want.n)
+		qsort(want.r, want.n, sizeof(*want.r), rec_cmp);
 	UT_EQ(got->n, want.n);
 	for (i = 0; i < want.n; i++) {
 		const struct pmidx_wal_rec *g = &got->r[i], *x = &want.r[i];
@@ -363,34 +366,214 @@ static void wal_generation_wrap(void)
 	free(got.r);
 }
 
-/* Slot words with reserved bits, or in use without a generation. */
+/* Slot words with reserved bits, or clean in generation 0. */
 static void wal_bad_slots(void)
 {
 	void *img = ut_img_alloc(SZ);
 	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_wal_dir *d;
 	struct pmidx_wal *w;
-	u64 dir, word;
+	u64 dir, word, nogen;
 
 	dir = pmidx_wal_format(pool);
 	UT_ASSERT(dir);
+	d = pmidx_ptr(&pool->pm, dir);
 	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
 	append(w, 0, 1, NULL);
 	pmidx_wal_close(w);
-	word = le64_to_cpu(((struct pmidx_wal_dir *)pmidx_ptr(&pool->pm, dir))->slot[0]);
+	word = le64_to_cpu(d->slot[0]);
 	UT_ASSERT(word);
+	nogen = word & ~((u64)PMIDX_WAL_GEN_MAX << PMIDX_WAL_GEN_SHIFT);
 
-	((struct pmidx_wal_dir *)pmidx_ptr(&pool->pm, dir))->slot[0] =
-		cpu_to_le64(word | 0x20);
+	d->slot[0] = cpu_to_le64(word | 0x20);
 	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
-	((struct pmidx_wal_dir *)pmidx_ptr(&pool->pm, dir))->slot[0] =
-		cpu_to_le64(word & ~((u64)PMIDX_WAL_GEN_MAX << PMIDX_WAL_GEN_SHIFT));
+	d->slot[0] = cpu_to_le64(nogen | PMIDX_WAL_SLOT_CLEAN);
 	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
-	((struct pmidx_wal_dir *)pmidx_ptr(&pool->pm, dir))->slot[0] =
-		cpu_to_le64(word);
+	d->version = cpu_to_le32(4);
+	d->slot[0] = cpu_to_le64(word);
+	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
+	d->version = cpu_to_le32(PMIDX_WAL_VERSION);
 	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
 	pmidx_wal_close(w);
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
+}
+
+/*
+ * A log of format 2: a chunk in use without a generation, its entries
+ * generation 0 and zero-ahead, read as it is; then used on in format 3.
+ */
+static void wal_format2(void)
+{
+	struct rec_list model = {}, got = {};
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_wal_ent *e;
+	struct pmidx_wal_dir *d;
+	struct pmidx_wal *w;
+	u64 dir, off, id;
+
+	dir = pmidx_wal_format(pool);
+	UT_ASSERT(dir);
+	d = pmidx_ptr(&pool->pm, dir);
+	d->version = cpu_to_le32(2);
+	off = pmidx_alloc(&pool->alloc, CHUNK);
+	UT_ASSERT(off);
+	e = pmidx_ptr(&pool->pm, off);
+	memset(e, 0x5a, CHUNK);
+	for (id = 0; id < 9; id++) {
+		struct pmidx_wal_rec r = rec_of(id);
+
+		pmidx_wal_ent_encode(&e[id], r.w0, r.w1, r.ts, r.flags, 0);
+		rec_add(&model, &r);
+	}
+	memset(&e[9], 0, 3 * PMIDX_WAL_ENT_SIZE);	/* zero-ahead */
+	d->slot[0] = cpu_to_le64(off | PMIDX_WAL_SLOT_SIDE0);
+
+	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	got.n = 0;
+	UT_EQ(pmidx_wal_replay(w, 1, collect, &got), 0);
+	if (got.n)
+		qsort(got.r, got.n, sizeof(*got.r), rec_cmp);
+	expect_records(&got, &model, &(struct rec_list){});
+	pmidx_wal_recycle(w, 0);
+	model.n = 0;
+	for (; id < 20; id++)
+		append(w, 1, id, &model);
+	UT_EQ(cur_chunk(w, 1)->off, off);
+	UT_EQ(reopen(pool, dir, &w, &got), 0);
+	expect_records(&got, &model, &(struct rec_list){});
+	pmidx_wal_close(w);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	free(model.r);
+	free(got.r);
+}
+
+/*
+ * Every line-model crash state of append j into a chunk: the entry's
+ * line and, for an append into the first slot of a line that zeroes
+ * ahead, the next line, each on media or not, everything before durable.
+ * The chunk lies over valid-looking junk of generation 1 (a new chunk)
+ * or over a longer first use (clean, its second use). Replay must give
+ * the j entries before, and entry j iff its line landed, and never
+ * refuse the log.
+ */
+static void crash_state(struct pmidx_pool *pool, bool clean, u32 j, u32 st)
+{
+	struct rec_list model = {}, got = {};
+	struct pmidx_wal_ent *e, *line, before[4];
+	struct pmidx_wal_chunk *c;
+	struct pmidx_wal *w;
+	u64 dir, junk, id = 0;
+	bool ahead;
+	u32 i, a;
+
+	dir = pmidx_wal_format(pool);
+	UT_ASSERT(dir);
+	junk = pmidx_alloc(&pool->alloc, CHUNK);
+	UT_ASSERT(junk);
+	e = pmidx_ptr(&pool->pm, junk);
+	for (i = 0; i < CHUNK_ENTS; i++)
+		pmidx_wal_ent_encode(&e[i], 1000 + i, i, 5 + i, 0, 1);
+	pmidx_free(&pool->alloc, junk);
+	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	if (clean) {
+		for (; id < 64; id++)
+			append(w, 0, 1000000 + id, NULL);
+		pmidx_wal_recycle(w, 0);
+	}
+	for (i = 0; i < j; i++)
+		append(w, 0, i, &model);
+	c = cur_chunk(w, 0);
+	UT_EQ(c->off, junk);
+	UT_EQ(c->clean, clean);
+	/* the lines append j writes, as media holds them before it */
+	a = j & ~1U;
+	line = &e[a];
+	ahead = !clean && !(j & 1) && (a + 4) * PMIDX_WAL_ENT_SIZE <= CHUNK;
+	memcpy(before, line, (ahead ? 4 : 2) * PMIDX_WAL_ENT_SIZE);
+	append(w, 0, j, (st & 1) ? &model : NULL);
+	if (!(st & 1))
+		memcpy(line, before, 2 * PMIDX_WAL_ENT_SIZE);
+	if (ahead && !(st & 2))
+		memcpy(line + 2, before + 2, 2 * PMIDX_WAL_ENT_SIZE);
+
+	UT_ASSERT_MSG(!reopen(pool, dir, &w, &got), "%s chunk, append %u, state %u",
+		      clean ? "clean" : "new", j, st);
+	expect_records(&got, &model, &(struct rec_list){});
+	pmidx_wal_destroy(w);
+	free(model.r);
+	free(got.r);
+}
+
+static void wal_crash_states(void)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	u32 j, st, states = 0;
+
+	for (j = 1; j < 24; j++) {
+		for (st = 0; st < 4; st++, states++) {
+			crash_state(pool, false, j, st);
+			crash_state(pool, true, j, st);
+		}
+	}
+	ut_note("%u crash states of each kind", states);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+}
+
+/*
+ * pmidx_wal_reserve()'s chunks (free, generation 0) and more chunks than
+ * the free list keeps: side 0 grows past it, its recycle gives the extra
+ * chunks back to the allocator unzeroed, side 1 takes that memory back
+ * as new chunks over generation-1 entries. Reopened, exactly side 1.
+ */
+static void wal_reserve_and_overflow(void)
+{
+	struct rec_list side1 = {}, got = {};
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_wal_dir *d;
+	struct pmidx_wal *w;
+	u64 dir, id = 0, n;
+	u32 i, nfree = 0;
+
+	dir = pmidx_wal_format(pool);
+	UT_ASSERT(dir);
+	d = pmidx_ptr(&pool->pm, dir);
+	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	UT_EQ(pmidx_wal_reserve(w, 2), 0);
+	for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
+		u64 s = le64_to_cpu(d->slot[i]);
+
+		if (!s)
+			continue;
+		UT_EQ(s & (PMIDX_WAL_SLOT_STATE | PMIDX_WAL_SLOT_CLEAN),
+		      PMIDX_WAL_SLOT_FREE);
+		UT_EQ(s >> PMIDX_WAL_GEN_SHIFT, 0);
+		nfree++;
+	}
+	UT_EQ(nfree, 2);
+	UT_EQ(reopen(pool, dir, &w, &got), 0);
+	UT_EQ(got.n, 0);
+
+	n = (u64)(w->max_free + 3) * CHUNK_ENTS;
+	for (; id < n; id++)
+		append(w, 0, id, NULL);
+	UT_EQ(cur_chunk(w, 0)->gen, 1);
+	pmidx_wal_recycle(w, 0);
+	UT_EQ(w->nfree, w->max_free);
+	for (; id < 2 * n + CHUNK_ENTS / 3; id++)
+		append(w, 1, id, &side1);
+	UT_EQ(reopen(pool, dir, &w, &got), 0);
+	expect_records(&got, &side1, &(struct rec_list){});
+	pmidx_wal_close(w);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	free(side1.r);
+	free(got.r);
 }
 
 static const struct ut_test tests[] = {
@@ -398,7 +581,10 @@ static const struct ut_test tests[] = {
 	UT_TEST(wal_new_chunk_garbage),
 	UT_TEST(wal_torn_and_corrupt),
 	UT_TEST(wal_generation_wrap),
+	UT_TEST(wal_crash_states),
+	UT_TEST(wal_reserve_and_overflow),
 	UT_TEST(wal_bad_slots),
+	UT_TEST(wal_format2),
 };
 
 int main(int argc, char **argv)
