@@ -1,18 +1,56 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Userspace shim: bit searches (tools/testing/shim/bitmap.c). As in the
- * kernel, a search that finds nothing returns @size.
+ * kernel, a search that finds nothing returns @size, and a search of a
+ * bitmap of one word whose size is a compile-time constant is inlined
+ * to a mask and a bit scan (the kernel's small_const_nbits() fast path:
+ * a leaf's 14-bit slot bitmap, searched on every lookup).
  */
 #ifndef _SHIM_LINUX_FIND_H
 #define _SHIM_LINUX_FIND_H
 
 #include <linux/types.h>
+#include <linux/bits.h>
+#include <linux/bitops.h>
 
-unsigned long find_next_bit(const unsigned long *addr, unsigned long size,
-			    unsigned long offset);
-unsigned long find_next_zero_bit(const unsigned long *addr, unsigned long size,
-				 unsigned long offset);
+#define small_const_nbits(nbits) \
+	(__builtin_constant_p(nbits) && (nbits) <= BITS_PER_LONG && (nbits) > 0)
+
+unsigned long _find_next_bit(const unsigned long *addr, unsigned long size,
+			     unsigned long offset);
+unsigned long _find_next_zero_bit(const unsigned long *addr,
+				  unsigned long size, unsigned long offset);
 unsigned long find_last_bit(const unsigned long *addr, unsigned long size);
+
+static inline unsigned long find_next_bit(const unsigned long *addr,
+					  unsigned long size,
+					  unsigned long offset)
+{
+	if (small_const_nbits(size)) {
+		unsigned long val;
+
+		if (offset >= size)
+			return size;
+		val = *addr & GENMASK(size - 1, offset);
+		return val ? __ffs(val) : size;
+	}
+	return _find_next_bit(addr, size, offset);
+}
+
+static inline unsigned long find_next_zero_bit(const unsigned long *addr,
+					       unsigned long size,
+					       unsigned long offset)
+{
+	if (small_const_nbits(size)) {
+		unsigned long val;
+
+		if (offset >= size)
+			return size;
+		val = *addr | ~GENMASK(size - 1, offset);
+		return val == ~0UL ? size : ffz(val);
+	}
+	return _find_next_zero_bit(addr, size, offset);
+}
 
 static inline unsigned long find_first_bit(const unsigned long *addr,
 					   unsigned long size)

@@ -23,14 +23,14 @@ static unsigned long find_bit(const unsigned long *addr, unsigned long size,
 	return min(start + __ffs(tmp), size);
 }
 
-unsigned long find_next_bit(const unsigned long *addr, unsigned long size,
-			    unsigned long offset)
+unsigned long _find_next_bit(const unsigned long *addr, unsigned long size,
+			     unsigned long offset)
 {
 	return find_bit(addr, size, offset, 0UL);
 }
 
-unsigned long find_next_zero_bit(const unsigned long *addr, unsigned long size,
-				 unsigned long offset)
+unsigned long _find_next_zero_bit(const unsigned long *addr,
+				  unsigned long size, unsigned long offset)
 {
 	return find_bit(addr, size, offset, ~0UL);
 }
