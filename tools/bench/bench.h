@@ -77,6 +77,7 @@ struct bench_cfg {
 	double			theta;
 	uint64_t		keys, ops, seed;
 	unsigned int		threads, qd, batch;
+	unsigned int		sample;		/* sync: time one op in this many */
 	unsigned int		key_size, value_size;
 	bool			create, load;	/* set the index up; load it */
 	/* --phases: these in order instead of load + wl (nphases > 0) */
@@ -227,6 +228,13 @@ static inline void bench_done(struct bench_thread *t, uint64_t ns,
 	hist_add_n(t->hist, ns, n);
 	t->errors += errors;
 	atomic_fetch_add_explicit(&t->done, n, memory_order_relaxed);
+}
+
+/* Record one completed operation of @t whose latency was not taken. */
+static inline void bench_count(struct bench_thread *t, uint64_t errors)
+{
+	t->errors += errors;
+	atomic_fetch_add_explicit(&t->done, 1, memory_order_relaxed);
 }
 
 /* ---- output (stats.c) ------------------------------------------------------- */

@@ -103,6 +103,9 @@ static void cfg_label(const struct bench_cfg *c, char *buf, size_t len)
 	else if (c->batch > 1)
 		snprintf(buf + strlen(buf), len - strlen(buf), " batch=%u",
 			 c->batch);
+	else if (c->sample > 1)
+		snprintf(buf + strlen(buf), len - strlen(buf), " sample=%u",
+			 c->sample);
 }
 
 /* The same phase in the first configuration, for ratios. */
@@ -288,13 +291,14 @@ static void json_run(FILE *f, const struct bench_report *all, unsigned int n,
 	fprintf(f, "{\"label\":\"%s\",\"path\":\"%s\",\"target\":\"%s\","
 		"\"engine\":\"%s\",\"workload\":\"%s\",\"dist\":\"%s\","
 		"\"theta\":%.3f,\"threads\":%u,\"qd\":%u,\"batch\":%u,\"sqpoll\":%s,"
+		"\"sample\":%u,"
 		"\"keys\":%" PRIu64 ",\"key_size\":%u,\"value_size\":%u,"
 		"\"restart_ms\":%.3f,\"recovery_ms\":%.3f,",
 		label, bench_path_name(c->path), c->target, c->engine,
 		wl_name(c->wl), dist_name(c->dist),
 		c->dist == DIST_ZIPF ? c->theta : 0, c->threads, c->qd,
-		c->batch, c->sqpoll ? "true" : "false", c->keys, c->key_size, c->value_size, r->restart_ms,
-		r->recovery_ms);
+		c->batch, c->sqpoll ? "true" : "false", c->sample, c->keys,
+		c->key_size, c->value_size, r->restart_ms, r->recovery_ms);
 	if (r->pmem_hw)
 		fprintf(f, "\"pmem_hw\":\"%s\",\"prefault\":%s,", r->pmem_hw,
 			c->prefault ? "true" : "false");
