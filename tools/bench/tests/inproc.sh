@@ -20,7 +20,7 @@ make --no-print-directory -s "$B" build/user/pmidx-poolfile >"$OUT/make.out" 2>&
 KEYS=3000
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 
 # every result of every run: all its ops done, none failed
 all_done() {
@@ -66,15 +66,26 @@ json "$OUT/cmp.json" "all(r['pmem_hw'] in ('clwb', 'clflushopt', 'clflush', 'non
 	for r in j['runs'])"
 ok $? "the persistent runs keep their pmem mode around the volatile twins"
 
+# --sample: every op counted, one in N timed, N in the JSON
+PMIDX_PMEM_HW=none $B --path "inproc:$OUT/pool" --keys $KEYS --ops 700 --engine utree \
+	--phases load,get --json "$OUT/sample.json" --compare sample=1 sample=7 \
+	>"$OUT/sample.out" 2>&1 &&
+	all_done "$OUT/sample.json" "j['runs']" &&
+	json "$OUT/sample.json" "[r['sample'] for r in j['runs']] == [1, 7] and \
+		all([x['ops'] for x in r['results']] == [$KEYS, 700] and \
+		    x['p50_ns'] > 0 for r in j['runs'] for x in r['results'])"
+ok $? "--sample 7: every op counted, latencies from one in seven"
+
 r=0
 for args in "--path ioctl --prefault" "--path ioctl --volatile-baseline" \
 	"--path inproc:$OUT/pool --volatile-baseline --no-create" \
 	"--path inproc:$OUT/pool --phases load,nosuch" \
-	"--path inproc:$OUT/pool --phases load,A,B,C,E,insert,update,delete,scan"; do
+	"--path inproc:$OUT/pool --phases load,A,B,C,E,insert,update,delete,scan" \
+	"--path inproc:$OUT/pool --sample 0"; do
 	$B $args --keys 10 >"$OUT/refused.out" 2>&1
 	[ $? = 2 ] || { echo "# not refused: $args"; r=1; }
 done
-ok $r "refused: --prefault/--volatile-baseline off inproc or on an old pool, bad --phases"
+ok $r "refused: --prefault/--volatile-baseline off inproc or on an old pool, bad --phases, --sample 0"
 rm -f "$OUT/pool" "$OUT/pool.crash"
 
 summary
