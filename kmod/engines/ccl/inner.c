@@ -111,22 +111,27 @@ static bool ent_le(struct ccl_inode *n, int i, u64 pfx, const u8 *k, u32 klen)
 	return pmidx_key_cmp(f->key, f->len, k, klen) <= 0;
 }
 
-/* The last entry <= the key (0 if none). */
+/*
+ * The last entry <= the key (0 if none). The prefixes decide without a
+ * branch (a conditional move per halving: a branchy search mispredicts
+ * half its steps); a tie of prefixes falls back on the fences, walking
+ * left from the last tied entry. Torn reads end somewhere in the node:
+ * the caller validates.
+ */
 static int in_search(struct ccl_inode *n, u64 pfx, const u8 *k, u32 klen)
 {
-	int lo = 0, hi = min_t(int, READ_ONCE(n->count), CCL_FANOUT) - 1;
-	int ans = 0, mid;
+	int cnt = min_t(int, READ_ONCE(n->count), CCL_FANOUT);
+	int base = 0, half;
 
-	while (lo <= hi) {
-		mid = (lo + hi) / 2;
-		if (ent_le(n, mid, pfx, k, klen)) {
-			ans = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
+	while (cnt > 1) {
+		half = cnt / 2;
+		base = READ_ONCE(n->pfx[base + half]) <= pfx ? base + half : base;
+		cnt -= half;
 	}
-	return ans;
+	while (base > 0 && READ_ONCE(n->pfx[base]) == pfx &&
+	       !ent_le(n, base, pfx, k, klen))
+		base--;
+	return base;
 }
 
 static void ent_copy(struct ccl_inode *d, int di, struct ccl_inode *s, int si)

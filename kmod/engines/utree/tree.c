@@ -185,44 +185,57 @@ static int sep_cmp(u64 pfx, const struct ut_ikey *s, const struct ut_skey *k)
 }
 
 /*
+ * First of @pfx[0, n) that is >= @x, without a branch on the data (a
+ * conditional move per halving: a branchy binary search mispredicts half
+ * its steps). Torn reads end somewhere in [0, n]: callers validate.
+ */
+static unsigned int pfx_lower_bound(const u64 *pfx, unsigned int n, u64 x)
+{
+	unsigned int base = 0, half;
+
+	if (!n)
+		return 0;
+	while (n > 1) {
+		half = n / 2;
+		base = READ_ONCE(pfx[base + half]) < x ? base + half : base;
+		n -= half;
+	}
+	return base + (READ_ONCE(pfx[base]) < x);
+}
+
+/*
  * First slot of @l[0, n) whose key is >= @k (> @k with @upper); @eq
- * tells whether that slot holds @k itself.
+ * tells whether that slot holds @k itself. The prefixes place @k; keys
+ * that share its prefix are compared in full, in order.
  */
 static unsigned int leaf_bound(const struct utree *t, struct ut_leaf *l,
 			       unsigned int n, const struct ut_skey *k,
 			       bool upper, bool *eq)
 {
-	unsigned int lo = 0, hi = n, mid;
+	unsigned int i = pfx_lower_bound(l->pfx, n, k->pfx);
 	int c;
 
 	*eq = false;
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		c = ent_cmp(t, READ_ONCE(l->pfx[mid]), ut_load_link(&l->ent[mid]), k);
-		if (c < 0 || (upper && !c)) {
-			lo = mid + 1;
-		} else {
+	for (; i < n && READ_ONCE(l->pfx[i]) == k->pfx; i++) {
+		c = ent_cmp(t, k->pfx, ut_load_link(&l->ent[i]), k);
+		if (c > 0 || (!upper && !c)) {
 			*eq = !c;
-			hi = mid;
+			break;
 		}
 	}
-	return lo;
+	return i;
 }
 
 /* Child of @in (with @n separators) whose range holds @k. */
 static unsigned int inner_pos(struct ut_inner *in, unsigned int n,
 			      const struct ut_skey *k)
 {
-	unsigned int lo = 0, hi = n, mid;
+	unsigned int i = pfx_lower_bound(in->pfx, n, k->pfx);
 
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		if (sep_cmp(READ_ONCE(in->pfx[mid]), ut_load_link(&in->key[mid]), k) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	while (i < n && READ_ONCE(in->pfx[i]) == k->pfx &&
+	       sep_cmp(k->pfx, ut_load_link(&in->key[i]), k) <= 0)
+		i++;
+	return i;
 }
 
 /* ---- lookups --------------------------------------------------------- */
