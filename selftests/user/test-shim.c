@@ -248,6 +248,68 @@ static void percpu_ops(void)
 	UT_ASSERT(raw_smp_processor_id() < (int)nr_cpu_ids);
 }
 
+/*
+ * More threads than CPUs, binding and unbinding all the time, so CPUs go
+ * from shared (sections take the CPU's lock) to one thread (sections run
+ * without it) and back: no two sections ever run on one CPU at once, and
+ * no this_cpu_inc() (plain inside a lone thread's section) is lost.
+ */
+struct share_ctx {
+	unsigned long __percpu	*owner;
+	u64 __percpu		*count;
+	atomic_t		overlaps;
+};
+
+#define SHARE_ITERS	200000
+
+static int share_worker(void *arg, unsigned int w)
+{
+	struct share_ctx *ctx = arg;
+	unsigned long *owner;
+	unsigned int i, j;
+
+	for (i = 0; i < SHARE_ITERS; i++) {
+		if (i % (200 + 37 * w) == 0)
+			shim_cpu_unbind();	/* the next section binds again */
+		preempt_disable();
+		owner = this_cpu_ptr(ctx->owner);
+		if (READ_ONCE(*owner))
+			atomic_inc(&ctx->overlaps);
+		WRITE_ONCE(*owner, w + 1);
+		this_cpu_inc(*ctx->count);
+		for (j = 0; j < i % 8; j++)
+			cpu_relax();
+		if (READ_ONCE(*owner) != w + 1)
+			atomic_inc(&ctx->overlaps);
+		WRITE_ONCE(*owner, 0);
+		preempt_enable();
+	}
+	shim_cpu_unbind();
+	return 0;
+}
+
+static void percpu_sections_shared(void)
+{
+	unsigned int saved = nr_cpu_ids;
+	struct share_ctx ctx = {};
+	u64 sum = 0;
+	int cpu;
+
+	ctx.owner = alloc_percpu(unsigned long);
+	ctx.count = alloc_percpu(u64);
+	UT_ASSERT(ctx.owner && ctx.count);
+	shim_cpu_unbind();
+	nr_cpu_ids = 2;
+	UT_EQ(pmidx_run_parallel(3, share_worker, &ctx), 0);
+	nr_cpu_ids = saved;
+	for_each_possible_cpu(cpu)
+		sum += *per_cpu_ptr(ctx.count, cpu);
+	UT_EQ(atomic_read(&ctx.overlaps), 0);
+	UT_EQ(sum, 3 * SHARE_ITERS);
+	free_percpu(ctx.owner);
+	free_percpu(ctx.count);
+}
+
 struct wq_item {
 	struct work_struct	work;
 	atomic_t		*count;
@@ -549,6 +611,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(ctype_kernel),
 	UT_TEST(math_helpers),
 	UT_TEST(percpu_ops),
+	UT_TEST(percpu_sections_shared),
 	UT_TEST(workqueue_ops),
 	UT_TEST(locks_lockdep),
 	UT_TEST(pmem_flush_nofence),

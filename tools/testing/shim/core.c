@@ -20,6 +20,7 @@
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/smp.h>
+#include <shim/sanitizer.h>
 #include <shim/shim.h>
 
 /* ---- printk ----------------------------------------------------------- */
@@ -166,18 +167,25 @@ static __thread int preempt_depth;
 
 /*
  * @bound counts the live threads bound to the CPU. A thread that joins a
- * CPU others are bound to raises it inside that CPU's section lock, so a
- * section that read 1 at its start (shim_cpu_excl) keeps the CPU to
+ * CPU others are bound to raises it inside that CPU's section lock, and
+ * then waits for a section running without the lock (@alone) to end, so
+ * a section that read 1 at its start (shim_cpu_excl) keeps the CPU to
  * itself to its end: nobody else reaches the CPU's per-CPU data then, and
- * this_cpu_add() may be a plain load and store (<linux/percpu.h>). A
- * thread that leaves lowers it after its last access (release; read
- * with acquire).
+ * this_cpu_add() may be a plain load and store (<linux/percpu.h>). Such a
+ * section takes no lock at all, as preempt_disable() costs a per-CPU
+ * increment in the kernel: it sets @alone, then reads @bound; the joiner
+ * raises @bound, then reads @alone (a full fence between each pair: one
+ * of the two sees the other). A thread that leaves lowers @bound after
+ * its last access (release; read with acquire). ThreadSanitizer does not
+ * model fences: its build always takes the lock.
  */
 static struct {
-	pthread_mutex_t	lock;		/* held by a preempt_disable() section */
+	pthread_mutex_t	lock;		/* held by a shared CPU's sections */
 	unsigned int	bound;		/* cpus_lock; atomic reads */
+	bool		alone;		/* a section runs without the lock */
 	bool		busy;		/* a section holds it (a hint) */
 } cpus[SHIM_NR_CPUS_MAX];
+static __thread bool section_locked;
 static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t cpu_key;
 
@@ -213,11 +221,15 @@ static void cpu_bind(int cpu)
 				   __ATOMIC_RELEASE);
 	shared = cpus[cpu].bound;
 	/* outside the CPU's section: see struct cpus above */
-	if (shared)
+	if (shared) {
 		pthread_mutex_lock(&cpus[cpu].lock);
-	__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_RELAXED);
-	if (shared)
+		__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&cpus[cpu].alone, __ATOMIC_SEQ_CST))
+			sched_yield();
 		pthread_mutex_unlock(&cpus[cpu].lock);
+	} else {
+		__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&cpus_lock);
 	shim_this_cpu = cpu;
 	pthread_setspecific(cpu_key, (void *)(uintptr_t)(cpu + 1));
@@ -270,7 +282,17 @@ void shim_preempt_disable(void)
 	int cpu = raw_smp_processor_id();
 
 	if (preempt_depth++ == 0) {
-		pthread_mutex_lock(&cpus[cpu].lock);
+		section_locked = true;
+#ifndef SHIM_TSAN
+		/* alone on the CPU: no lock (struct cpus above) */
+		__atomic_store_n(&cpus[cpu].alone, true, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&cpus[cpu].bound, __ATOMIC_SEQ_CST) == 1)
+			section_locked = false;
+		else
+			__atomic_store_n(&cpus[cpu].alone, false, __ATOMIC_RELEASE);
+#endif
+		if (section_locked)
+			pthread_mutex_lock(&cpus[cpu].lock);
 		__atomic_store_n(&cpus[cpu].busy, true, __ATOMIC_RELAXED);
 		shim_cpu_excl = __atomic_load_n(&cpus[cpu].bound,
 						__ATOMIC_ACQUIRE) == 1;
@@ -287,7 +309,11 @@ void shim_preempt_enable(void)
 	if (--preempt_depth == 0) {
 		shim_cpu_excl = false;
 		__atomic_store_n(&cpus[shim_this_cpu].busy, false, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
+		if (section_locked)
+			pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
+		else
+			__atomic_store_n(&cpus[shim_this_cpu].alone, false,
+					 __ATOMIC_RELEASE);
 	}
 }
 
