@@ -228,6 +228,10 @@ static inline u64 bn_set_ebit(u64 h, unsigned int i, unsigned int side)
  * A search reads the header, the prefixes and one child (fence[] only on
  * a prefix tie): child[] follows pfx[] so that one prefetch of the lines
  * up to fence[] covers them all (inner.c, IN_SEARCHED).
+ * lhint[] (last level only): the leaf of each child buffer node, as its
+ * header names it (offset >> 8; 0 past 1 TiB), so a lookup prefetches
+ * the buffer node and its leaf at once instead of one after the other.
+ * A hint only: written with the child, never trusted.
  */
 struct ccl_inode {
 	atomic64_t		ver;
@@ -235,6 +239,7 @@ struct ccl_inode {
 	u8			level;
 	u64			pfx[CCL_FANOUT];
 	void			*child[CCL_FANOUT];
+	u32			lhint[CCL_FANOUT];
 	const struct ccl_fence	*fence[CCL_FANOUT];
 };
 

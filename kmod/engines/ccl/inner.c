@@ -35,7 +35,7 @@
 
 #define IN_LOCKED	2ULL
 #define BUILD_FILL	(CCL_FANOUT * 3 / 4)
-/* what a search reads of an inner node: header, prefixes and children */
+/* what a search reads of an inner node: header, prefixes, children, hints */
 #define IN_SEARCHED	offsetof(struct ccl_inode, fence)
 
 static u64 in_read_begin(struct ccl_inode *n)
@@ -138,7 +138,19 @@ static void ent_copy(struct ccl_inode *d, int di, struct ccl_inode *s, int si)
 {
 	WRITE_ONCE(d->pfx[di], s->pfx[si]);
 	ccl_store_link(&d->fence[di], s->fence[si]);
+	WRITE_ONCE(d->lhint[di], s->lhint[si]);
 	ccl_store_link(&d->child[di], s->child[si]);
+}
+
+/* The leaf hint of a last-level entry (struct ccl_inode): 0 for none. */
+static u32 leaf_hint(struct ccl_inode *n, void *child)
+{
+	u64 off;
+
+	if (n->level || !child)
+		return 0;
+	off = bn_leaf(atomic64_read(&((struct ccl_bnode *)child)->hdr)) >> 8;
+	return off <= U32_MAX ? off : 0;
 }
 
 static void ent_set(struct ccl_inode *n, int i, u64 pfx,
@@ -146,6 +158,7 @@ static void ent_set(struct ccl_inode *n, int i, u64 pfx,
 {
 	WRITE_ONCE(n->pfx[i], pfx);
 	ccl_store_link(&n->fence[i], f);
+	WRITE_ONCE(n->lhint[i], leaf_hint(n, child));
 	ccl_store_link(&n->child[i], child);
 }
 
@@ -193,10 +206,13 @@ restart:
 		i = in_search(n, pfx, k, klen);
 		c = ccl_load_link(&n->child[i]);
 		level = READ_ONCE(n->level);
-		/* a torn @c is only prefetched: harmless */
+		/* a torn @c or hint is only prefetched: harmless */
 		if (c)
 			pmidx_prefetch_node(c, level ? IN_SEARCHED :
 					    ccl_bnode_size(t));
+		if (c && !level && READ_ONCE(n->lhint[i]))
+			pmidx_prefetch_node(ccl_ptr(t, (u64)READ_ONCE(n->lhint[i]) << 8),
+					    sizeof(struct ccl_leaf));
 		if (!in_valid(n, v) || !c)
 			goto restart;
 		if (parent && !in_valid(parent, pv))
