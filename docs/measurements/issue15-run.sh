@@ -43,6 +43,10 @@ for r in $(seq 1 "$REPS"); do
 			for b in $bins; do
 				bin=$OLD
 				[ $b = new ] && bin=$NEW
+				# each binary formats with its own tree's pmidx-poolfile
+				pf=$(dirname "$bin")/../user/pmidx-poolfile
+				[ -x "$pf" ] || pf=$PMIDX_POOLFILE
+				PMIDX_POOLFILE=$pf \
 				"$bin" --path "inproc:$POOL" --engine "$e" --workload "$w" \
 					--keys "$KEYS" --ops "$ops" --threads "$THREADS" \
 					--json "$OUT/run-$b-$e-$w-$r.json" >/dev/null
