@@ -76,19 +76,54 @@ static void append(struct pmidx_wal *w, unsigned int side, u64 id,
 		rec_add(model, &r);
 }
 
-/* Forget the DRAM state, open the log again and replay it into @out. */
-static int reopen(struct pmidx_pool *pool, u64 dir, struct pmidx_wal **w,
-		  struct rec_list *out)
+/*
+ * A pool with an empty log directory (fix_init), the log opened on it
+ * (fix_open, as @w), what a test expects (@model) and what replay gave
+ * (@got).
+ */
+struct fix {
+	void			*img;
+	struct pmidx_pool	*pool;
+	u64			dir;
+	struct pmidx_wal	*w;
+	struct rec_list		model, got;
+};
+
+static void fix_init(struct fix *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->img = ut_img_alloc(SZ);
+	f->pool = ut_pool_new(f->img, SZ);
+	f->dir = pmidx_wal_format(f->pool);
+	UT_ASSERT(f->dir);
+}
+
+static void fix_open(struct fix *f)
+{
+	UT_EQ(pmidx_wal_open(f->pool, f->dir, &cfg, &f->w), 0);
+}
+
+static void fix_exit(struct fix *f)
+{
+	pmidx_wal_close(f->w);
+	pmidx_pool_close(f->pool);
+	ut_img_free(f->img, SZ);
+	free(f->model.r);
+	free(f->got.r);
+}
+
+/* Forget the DRAM state, open the log again and replay it into @got. */
+static int reopen(struct fix *f)
 {
 	int ret;
 
-	pmidx_wal_close(*w);
-	*w = NULL;
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, w), 0);
-	out->n = 0;
-	ret = pmidx_wal_replay(*w, 1, collect, out);
-	if (out->n)
-		qsort(out->r, out->n, sizeof(*out->r), rec_cmp);
+	pmidx_wal_close(f->w);
+	f->w = NULL;
+	fix_open(f);
+	f->got.n = 0;
+	ret = pmidx_wal_replay(f->w, 1, collect, &f->got);
+	if (f->got.n)
+		qsort(f->got.r, f->got.n, sizeof(*f->got.r), rec_cmp);
 	return ret;
 }
 
@@ -101,7 +136,7 @@ static void expect_records(const struct rec_list *got, const struct rec_list *a,
 
 	for (i = 0; i < a->n; i++)
 		rec_add(&want, &a->r[i]);
-	for (i = 0; i < b->n; i++)
+	for (i = 0; b && i < b->n; i++)
 		rec_add(&want, &b->r[i]);
 	if (want.n)
 		qsort(want.r, want.n, sizeof(*want.r), rec_cmp);
@@ -116,6 +151,32 @@ static void expect_records(const struct rec_list *got, const struct rec_list *a,
 			      (unsigned long long)x->w0);
 	}
 	free(want.r);
+}
+
+/* Reopened, the log replays exactly @model. */
+static void reopen_expect(struct fix *f)
+{
+	UT_EQ(reopen(f), 0);
+	expect_records(&f->got, &f->model, NULL);
+}
+
+/*
+ * A chunk-sized object full of valid entries of generation 1, freed: the
+ * next chunk the log allocates lies over it (the tests check that).
+ */
+static u64 junk_chunk(struct pmidx_pool *pool)
+{
+	struct pmidx_wal_ent *e;
+	u64 off;
+	u32 i;
+
+	off = pmidx_alloc(&pool->alloc, CHUNK);
+	UT_ASSERT(off);
+	e = pmidx_ptr(&pool->pm, off);
+	for (i = 0; i < CHUNK_ENTS; i++)
+		pmidx_wal_ent_encode(&e[i], 1000 + i, i, 5 + i, 0, 1);
+	pmidx_free(&pool->alloc, off);
+	return off;
 }
 
 /* The directory slot word of the chunk at @off. */
@@ -152,29 +213,26 @@ static struct pmidx_wal_chunk *cur_chunk(struct pmidx_wal *w, unsigned int side)
  */
 static void wal_generations(void)
 {
-	struct rec_list side[2] = {}, got = {};
 	u16 last_gen[PMIDX_WAL_NSLOTS] = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	unsigned int wraps = 0, wrapped, turn, s;
-	struct pmidx_wal *w;
-	u64 dir, id = 0;
+	struct rec_list side[2] = {};
+	struct fix f;
+	u64 id = 0;
 	u32 i, k;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	fix_init(&f);
+	fix_open(&f);
 	for (turn = 0; wraps < 2 || turn % 97; turn++) {
 		UT_ASSERT_MSG(turn < 40000, "generations never wrapped");
 		s = turn & 1;
 		k = ut_rand(64) ? ut_rand(200) : CHUNK_ENTS + ut_rand(200);
 		for (i = 0; i < k; i++)
-			append(w, s, id++, &side[s]);
-		pmidx_wal_recycle(w, !s);
+			append(f.w, s, id++, &side[s]);
+		pmidx_wal_recycle(f.w, !s);
 		side[!s].n = 0;
 		wrapped = 0;
 		for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
-			u64 word = le64_to_cpu(w->dir->slot[i]);
+			u64 word = le64_to_cpu(f.w->dir->slot[i]);
 			u16 gen = word >> PMIDX_WAL_GEN_SHIFT;
 
 			if (!word)
@@ -185,8 +243,8 @@ static void wal_generations(void)
 		wraps += wrapped;
 		/* a wrapped chunk holds stale entries of its new generation */
 		if (turn % 97 == 96 || wrapped) {
-			UT_EQ(reopen(pool, dir, &w, &got), 0);
-			expect_records(&got, &side[0], &side[1]);
+			UT_EQ(reopen(&f), 0);
+			expect_records(&f.got, &side[0], &side[1]);
 			/* the replayed chunks are side 0 now */
 			for (i = 0; i < side[1].n; i++)
 				rec_add(&side[0], &side[1].r[i]);
@@ -195,12 +253,9 @@ static void wal_generations(void)
 	}
 	ut_note("%u turns, %llu entries, %u generation wraps", turn,
 		(unsigned long long)id, wraps);
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
+	fix_exit(&f);
 	free(side[0].r);
 	free(side[1].r);
-	free(got.r);
 }
 
 /*
@@ -209,54 +264,36 @@ static void wal_generations(void)
  */
 static void wal_new_chunk_garbage(void)
 {
-	struct rec_list model = {}, got = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_ent *e;
-	struct pmidx_wal_chunk *c;
-	struct pmidx_wal *w;
-	u64 dir, junk, id;
+	struct fix f;
+	u64 junk, id;
 	u32 i;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	junk = pmidx_alloc(&pool->alloc, CHUNK);
-	UT_ASSERT(junk);
-	e = pmidx_ptr(&pool->pm, junk);
-	for (i = 0; i < CHUNK_ENTS; i++)
-		pmidx_wal_ent_encode(&e[i], 1000 + i, i, 5 + i, 0, 1);
-	pmidx_free(&pool->alloc, junk);
-
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	fix_init(&f);
+	junk = junk_chunk(f.pool);
+	e = pmidx_ptr(&f.pool->pm, junk);
+	fix_open(&f);
 	for (id = 0; id < 5; id++)
-		append(w, 0, id, &model);
-	c = cur_chunk(w, 0);
+		append(f.w, 0, id, &f.model);
 	/* the test means something only if the junk is under the log */
-	UT_EQ(c->off, junk);
-	UT_EQ(slot_of(w, junk) >> PMIDX_WAL_GEN_SHIFT, 1);
-	UT_ASSERT(!(slot_of(w, junk) & PMIDX_WAL_SLOT_CLEAN));
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &model, &(struct rec_list){});
+	UT_EQ(cur_chunk(f.w, 0)->off, junk);
+	UT_EQ(slot_of(f.w, junk) >> PMIDX_WAL_GEN_SHIFT, 1);
+	UT_ASSERT(!(slot_of(f.w, junk) & PMIDX_WAL_SLOT_CLEAN));
+	reopen_expect(&f);
 
 	/* recycled: the tail is zeroed, the chunk clean, the junk gone */
-	pmidx_wal_recycle(w, 0);
-	UT_EQ(slot_of(w, junk) & (PMIDX_WAL_SLOT_CLEAN | PMIDX_WAL_SLOT_STATE),
+	pmidx_wal_recycle(f.w, 0);
+	UT_EQ(slot_of(f.w, junk) & (PMIDX_WAL_SLOT_CLEAN | PMIDX_WAL_SLOT_STATE),
 	      PMIDX_WAL_SLOT_CLEAN | PMIDX_WAL_SLOT_FREE);
 	for (i = 5; i < CHUNK_ENTS; i++)
 		UT_ASSERT_MSG(!e[i].meta, "slot %u", i);
-	model.n = 0;
+	f.model.n = 0;
 	for (; id < 8; id++)
-		append(w, 1, id, &model);
-	UT_EQ(cur_chunk(w, 1)->off, junk);
-	UT_EQ(slot_of(w, junk) >> PMIDX_WAL_GEN_SHIFT, 2);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &model, &(struct rec_list){});
-
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	free(model.r);
-	free(got.r);
+		append(f.w, 1, id, &f.model);
+	UT_EQ(cur_chunk(f.w, 1)->off, junk);
+	UT_EQ(slot_of(f.w, junk) >> PMIDX_WAL_GEN_SHIFT, 2);
+	reopen_expect(&f);
+	fix_exit(&f);
 }
 
 /*
@@ -267,61 +304,50 @@ static void wal_new_chunk_garbage(void)
  */
 static void wal_torn_and_corrupt(void)
 {
-	struct rec_list model = {}, got = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_ent *e, saved, next;
 	struct pmidx_wal_chunk *c;
-	struct pmidx_wal *w;
-	u64 dir, id = 0, off;
+	struct fix f;
+	u64 id = 0, off;
 	u16 gen;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	fix_init(&f);
+	fix_open(&f);
 	for (; id < 100; id++)
-		append(w, 0, id, NULL);
-	off = cur_chunk(w, 0)->off;
-	pmidx_wal_recycle(w, 0);
+		append(f.w, 0, id, NULL);
+	off = cur_chunk(f.w, 0)->off;
+	pmidx_wal_recycle(f.w, 0);
 	for (; id < 140; id++)
-		append(w, 0, id, &model);
-	c = cur_chunk(w, 0);
+		append(f.w, 0, id, &f.model);
+	c = cur_chunk(f.w, 0);
 	UT_EQ(c->off, off);
 	UT_ASSERT(c->clean);
 	gen = c->gen;
 	UT_EQ(gen, 2);
-	e = pmidx_ptr(&pool->pm, off);
+	e = pmidx_ptr(&f.pool->pm, off);
 	UT_EQ(le64_to_cpu(e[40].meta) >> PMIDX_WAL_GEN_SHIFT, 1);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &model, &(struct rec_list){});
+	reopen_expect(&f);
 
 	/* torn: everything but meta of the next entry; then all of it */
 	pmidx_wal_ent_encode(&next, 7777, 1, 9999, 0, gen);
 	saved = e[40];
 	memcpy(&e[40], &next, offsetof(struct pmidx_wal_ent, meta));
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	UT_EQ(got.n, 40);
+	UT_EQ(reopen(&f), 0);
+	UT_EQ(f.got.n, 40);
 	e[40] = next;
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	UT_EQ(got.n, 41);
+	UT_EQ(reopen(&f), 0);
+	UT_EQ(f.got.n, 41);
 	e[40] = saved;
 
 	/* a damaged payload word */
 	e[20].w1 ^= cpu_to_le64(1ULL << 17);
-	UT_EQ(reopen(pool, dir, &w, &got), -EUCLEAN);
+	UT_EQ(reopen(&f), -EUCLEAN);
 	e[20].w1 ^= cpu_to_le64(1ULL << 17);
 	/* a damaged generation with a valid entry after it */
 	e[20].meta ^= cpu_to_le64(1ULL << 60);
-	UT_EQ(reopen(pool, dir, &w, &got), -EUCLEAN);
+	UT_EQ(reopen(&f), -EUCLEAN);
 	e[20].meta ^= cpu_to_le64(1ULL << 60);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &model, &(struct rec_list){});
-
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	free(model.r);
-	free(got.r);
+	reopen_expect(&f);
+	fix_exit(&f);
 }
 
 /*
@@ -332,71 +358,57 @@ static void wal_torn_and_corrupt(void)
  */
 static void wal_generation_wrap(void)
 {
-	struct rec_list model = {}, got = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_chunk *c;
-	struct pmidx_wal *w;
-	u64 dir, id = 0, off;
+	struct fix f;
+	u64 id = 0, off;
 	u32 use;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	fix_init(&f);
+	fix_open(&f);
 	for (; id < CHUNK_ENTS - 1; id++)
-		append(w, 0, id, NULL);
-	off = cur_chunk(w, 0)->off;
+		append(f.w, 0, id, NULL);
+	off = cur_chunk(f.w, 0)->off;
 	for (use = 2; use <= PMIDX_WAL_GEN_MAX + 2; use++) {
-		pmidx_wal_recycle(w, 0);
-		model.n = 0;
-		append(w, 0, id++, &model);
-		c = cur_chunk(w, 0);
+		pmidx_wal_recycle(f.w, 0);
+		f.model.n = 0;
+		append(f.w, 0, id++, &f.model);
+		c = cur_chunk(f.w, 0);
 		UT_EQ(c->off, off);
 		UT_EQ(c->gen, (use - 1) % PMIDX_WAL_GEN_MAX + 1);
 		UT_EQ(c->clean, c->gen != 1);
-		if (c->gen <= 2 || use % 1024 == 0) {
-			UT_EQ(reopen(pool, dir, &w, &got), 0);
-			expect_records(&got, &model, &(struct rec_list){});
-		}
+		if (c->gen <= 2 || use % 1024 == 0)
+			reopen_expect(&f);
 	}
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	free(model.r);
-	free(got.r);
+	fix_exit(&f);
 }
 
 /* Slot words with reserved bits, or clean in generation 0. */
 static void wal_bad_slots(void)
 {
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_dir *d;
-	struct pmidx_wal *w;
-	u64 dir, word, nogen;
+	struct fix f;
+	u64 word, nogen;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	d = pmidx_ptr(&pool->pm, dir);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
-	append(w, 0, 1, NULL);
-	pmidx_wal_close(w);
+	fix_init(&f);
+	d = pmidx_ptr(&f.pool->pm, f.dir);
+	fix_open(&f);
+	append(f.w, 0, 1, NULL);
+	pmidx_wal_close(f.w);
+	f.w = NULL;
 	word = le64_to_cpu(d->slot[0]);
 	UT_ASSERT(word);
 	nogen = word & ~((u64)PMIDX_WAL_GEN_MAX << PMIDX_WAL_GEN_SHIFT);
 
 	d->slot[0] = cpu_to_le64(word | 0x20);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
+	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
 	d->slot[0] = cpu_to_le64(nogen | PMIDX_WAL_SLOT_CLEAN);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
+	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
 	d->version = cpu_to_le32(4);
 	d->slot[0] = cpu_to_le64(word);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), -EUCLEAN);
+	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
 	d->version = cpu_to_le32(PMIDX_WAL_VERSION);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
+	fix_open(&f);
+	fix_exit(&f);
 }
 
 /*
@@ -405,49 +417,35 @@ static void wal_bad_slots(void)
  */
 static void wal_format2(void)
 {
-	struct rec_list model = {}, got = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_ent *e;
 	struct pmidx_wal_dir *d;
-	struct pmidx_wal *w;
-	u64 dir, off, id;
+	struct fix f;
+	u64 off, id;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	d = pmidx_ptr(&pool->pm, dir);
+	fix_init(&f);
+	d = pmidx_ptr(&f.pool->pm, f.dir);
 	d->version = cpu_to_le32(2);
-	off = pmidx_alloc(&pool->alloc, CHUNK);
+	off = pmidx_alloc(&f.pool->alloc, CHUNK);
 	UT_ASSERT(off);
-	e = pmidx_ptr(&pool->pm, off);
+	e = pmidx_ptr(&f.pool->pm, off);
 	memset(e, 0x5a, CHUNK);
 	for (id = 0; id < 9; id++) {
 		struct pmidx_wal_rec r = rec_of(id);
 
 		pmidx_wal_ent_encode(&e[id], r.w0, r.w1, r.ts, r.flags, 0);
-		rec_add(&model, &r);
+		rec_add(&f.model, &r);
 	}
 	memset(&e[9], 0, 3 * PMIDX_WAL_ENT_SIZE);	/* zero-ahead */
 	d->slot[0] = cpu_to_le64(off | PMIDX_WAL_SLOT_SIDE0);
 
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
-	got.n = 0;
-	UT_EQ(pmidx_wal_replay(w, 1, collect, &got), 0);
-	if (got.n)
-		qsort(got.r, got.n, sizeof(*got.r), rec_cmp);
-	expect_records(&got, &model, &(struct rec_list){});
-	pmidx_wal_recycle(w, 0);
-	model.n = 0;
+	reopen_expect(&f);
+	pmidx_wal_recycle(f.w, 0);
+	f.model.n = 0;
 	for (; id < 20; id++)
-		append(w, 1, id, &model);
-	UT_EQ(cur_chunk(w, 1)->off, off);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &model, &(struct rec_list){});
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	free(model.r);
-	free(got.r);
+		append(f.w, 1, id, &f.model);
+	UT_EQ(cur_chunk(f.w, 1)->off, off);
+	reopen_expect(&f);
+	fix_exit(&f);
 }
 
 /*
@@ -459,33 +457,27 @@ static void wal_format2(void)
  * the j entries before, and entry j iff its line landed, and never
  * refuse the log.
  */
-static void crash_state(struct pmidx_pool *pool, bool clean, u32 j, u32 st)
+static void crash_state(bool clean, u32 j, u32 st)
 {
-	struct rec_list model = {}, got = {};
 	struct pmidx_wal_ent *e, *line, before[4];
 	struct pmidx_wal_chunk *c;
-	struct pmidx_wal *w;
-	u64 dir, junk, id = 0;
+	struct fix f;
+	u64 junk, id = 0;
 	bool ahead;
 	u32 i, a;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	junk = pmidx_alloc(&pool->alloc, CHUNK);
-	UT_ASSERT(junk);
-	e = pmidx_ptr(&pool->pm, junk);
-	for (i = 0; i < CHUNK_ENTS; i++)
-		pmidx_wal_ent_encode(&e[i], 1000 + i, i, 5 + i, 0, 1);
-	pmidx_free(&pool->alloc, junk);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
+	fix_init(&f);
+	junk = junk_chunk(f.pool);
+	e = pmidx_ptr(&f.pool->pm, junk);
+	fix_open(&f);
 	if (clean) {
 		for (; id < 64; id++)
-			append(w, 0, 1000000 + id, NULL);
-		pmidx_wal_recycle(w, 0);
+			append(f.w, 0, 1000000 + id, NULL);
+		pmidx_wal_recycle(f.w, 0);
 	}
 	for (i = 0; i < j; i++)
-		append(w, 0, i, &model);
-	c = cur_chunk(w, 0);
+		append(f.w, 0, i, &f.model);
+	c = cur_chunk(f.w, 0);
 	UT_EQ(c->off, junk);
 	UT_EQ(c->clean, clean);
 	/* the lines append j writes, as media holds them before it */
@@ -493,35 +485,29 @@ static void crash_state(struct pmidx_pool *pool, bool clean, u32 j, u32 st)
 	line = &e[a];
 	ahead = !clean && !(j & 1) && (a + 4) * PMIDX_WAL_ENT_SIZE <= CHUNK;
 	memcpy(before, line, (ahead ? 4 : 2) * PMIDX_WAL_ENT_SIZE);
-	append(w, 0, j, (st & 1) ? &model : NULL);
+	append(f.w, 0, j, (st & 1) ? &f.model : NULL);
 	if (!(st & 1))
 		memcpy(line, before, 2 * PMIDX_WAL_ENT_SIZE);
 	if (ahead && !(st & 2))
 		memcpy(line + 2, before + 2, 2 * PMIDX_WAL_ENT_SIZE);
 
-	UT_ASSERT_MSG(!reopen(pool, dir, &w, &got), "%s chunk, append %u, state %u",
+	UT_ASSERT_MSG(!reopen(&f), "%s chunk, append %u, state %u",
 		      clean ? "clean" : "new", j, st);
-	expect_records(&got, &model, &(struct rec_list){});
-	pmidx_wal_destroy(w);
-	free(model.r);
-	free(got.r);
+	expect_records(&f.got, &f.model, NULL);
+	fix_exit(&f);
 }
 
 static void wal_crash_states(void)
 {
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	u32 j, st, states = 0;
 
 	for (j = 1; j < 24; j++) {
 		for (st = 0; st < 4; st++, states++) {
-			crash_state(pool, false, j, st);
-			crash_state(pool, true, j, st);
+			crash_state(false, j, st);
+			crash_state(true, j, st);
 		}
 	}
 	ut_note("%u crash states of each kind", states);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
 }
 
 /*
@@ -532,19 +518,15 @@ static void wal_crash_states(void)
  */
 static void wal_reserve_and_overflow(void)
 {
-	struct rec_list side1 = {}, got = {};
-	void *img = ut_img_alloc(SZ);
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct pmidx_wal_dir *d;
-	struct pmidx_wal *w;
-	u64 dir, id = 0, n;
+	struct fix f;
+	u64 id = 0, n;
 	u32 i, nfree = 0;
 
-	dir = pmidx_wal_format(pool);
-	UT_ASSERT(dir);
-	d = pmidx_ptr(&pool->pm, dir);
-	UT_EQ(pmidx_wal_open(pool, dir, &cfg, &w), 0);
-	UT_EQ(pmidx_wal_reserve(w, 2), 0);
+	fix_init(&f);
+	d = pmidx_ptr(&f.pool->pm, f.dir);
+	fix_open(&f);
+	UT_EQ(pmidx_wal_reserve(f.w, 2), 0);
 	for (i = 0; i < PMIDX_WAL_NSLOTS; i++) {
 		u64 s = le64_to_cpu(d->slot[i]);
 
@@ -556,24 +538,18 @@ static void wal_reserve_and_overflow(void)
 		nfree++;
 	}
 	UT_EQ(nfree, 2);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	UT_EQ(got.n, 0);
+	reopen_expect(&f);
 
-	n = (u64)(w->max_free + 3) * CHUNK_ENTS;
+	n = (u64)(f.w->max_free + 3) * CHUNK_ENTS;
 	for (; id < n; id++)
-		append(w, 0, id, NULL);
-	UT_EQ(cur_chunk(w, 0)->gen, 1);
-	pmidx_wal_recycle(w, 0);
-	UT_EQ(w->nfree, w->max_free);
+		append(f.w, 0, id, NULL);
+	UT_EQ(cur_chunk(f.w, 0)->gen, 1);
+	pmidx_wal_recycle(f.w, 0);
+	UT_EQ(f.w->nfree, f.w->max_free);
 	for (; id < 2 * n + CHUNK_ENTS / 3; id++)
-		append(w, 1, id, &side1);
-	UT_EQ(reopen(pool, dir, &w, &got), 0);
-	expect_records(&got, &side1, &(struct rec_list){});
-	pmidx_wal_close(w);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	free(side1.r);
-	free(got.r);
+		append(f.w, 1, id, &f.model);
+	reopen_expect(&f);
+	fix_exit(&f);
 }
 
 static const struct ut_test tests[] = {

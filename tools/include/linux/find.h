@@ -22,18 +22,26 @@ unsigned long _find_next_zero_bit(const unsigned long *addr,
 				  unsigned long size, unsigned long offset);
 unsigned long find_last_bit(const unsigned long *addr, unsigned long size);
 
+/* One word, @invert: ~0UL to search for a zero bit. */
+static inline unsigned long find_next_in_word(const unsigned long *addr,
+					      unsigned long size,
+					      unsigned long offset,
+					      unsigned long invert)
+{
+	unsigned long val;
+
+	if (offset >= size)
+		return size;
+	val = (*addr ^ invert) & GENMASK(size - 1, offset);
+	return val ? __ffs(val) : size;
+}
+
 static inline unsigned long find_next_bit(const unsigned long *addr,
 					  unsigned long size,
 					  unsigned long offset)
 {
-	if (small_const_nbits(size)) {
-		unsigned long val;
-
-		if (offset >= size)
-			return size;
-		val = *addr & GENMASK(size - 1, offset);
-		return val ? __ffs(val) : size;
-	}
+	if (small_const_nbits(size))
+		return find_next_in_word(addr, size, offset, 0UL);
 	return _find_next_bit(addr, size, offset);
 }
 
@@ -41,14 +49,8 @@ static inline unsigned long find_next_zero_bit(const unsigned long *addr,
 					       unsigned long size,
 					       unsigned long offset)
 {
-	if (small_const_nbits(size)) {
-		unsigned long val;
-
-		if (offset >= size)
-			return size;
-		val = *addr | ~GENMASK(size - 1, offset);
-		return val == ~0UL ? size : ffz(val);
-	}
+	if (small_const_nbits(size))
+		return find_next_in_word(addr, size, offset, ~0UL);
 	return _find_next_zero_bit(addr, size, offset);
 }
 
