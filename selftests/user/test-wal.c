@@ -382,12 +382,13 @@ static void wal_generation_wrap(void)
 	fix_exit(&f);
 }
 
-/* Slot words with reserved bits, or clean in generation 0. */
+/* Slot words with reserved bits, clean in generation 0, or twice. */
 static void wal_bad_slots(void)
 {
 	struct pmidx_wal_dir *d;
 	struct fix f;
 	u64 word, nogen;
+	u32 spare = 1;
 
 	fix_init(&f);
 	d = pmidx_ptr(&f.pool->pm, f.dir);
@@ -403,8 +404,13 @@ static void wal_bad_slots(void)
 	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
 	d->slot[0] = cpu_to_le64(nogen | PMIDX_WAL_SLOT_CLEAN);
 	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
-	d->version = cpu_to_le32(4);
 	d->slot[0] = cpu_to_le64(word);
+	while (d->slot[spare])
+		spare++;
+	d->slot[spare] = cpu_to_le64(word);	/* one chunk, two slots */
+	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
+	d->slot[spare] = 0;
+	d->version = cpu_to_le32(4);
 	UT_EQ(pmidx_wal_open(f.pool, f.dir, &cfg, &f.w), -EUCLEAN);
 	d->version = cpu_to_le32(PMIDX_WAL_VERSION);
 	fix_open(&f);
