@@ -287,6 +287,119 @@ static void ccl_long_nbatch7_recover1(void)
 	run("ccl_long_nbatch7_recover1", 1500, 7, 1, false, false);
 }
 
+/* ---- a full pool ------------------------------------------------------ */
+
+/* Key n of the full pool: 8 bytes, in order; its values are 599 bytes. */
+static u32 full_key(u64 n, u8 *k)
+{
+	__be64 b = cpu_to_be64(n);
+
+	memcpy(k, &b, sizeof(b));
+	return sizeof(b);
+}
+
+static u64 full_id(u64 n, u64 round)
+{
+	return (n * 4 + round) * 10 + 9;	/* vlens[9]: 599 bytes */
+}
+
+static int full_op(struct crashsim *cs, struct pmidx_index *idx, u64 n,
+		   u64 round, bool del)
+{
+	u8 k[8], v[VMAX];
+	unsigned int op;
+	u32 kl = full_key(n, k), vl;
+	int ret;
+
+	if (del) {
+		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", k, kl, 0);
+		ret = idx->ops->del(idx, k, kl);
+	} else {
+		vl = ekv_val(full_id(n, round), v);
+		op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "put", k, kl,
+				       full_id(n, round));
+		ret = idx->ops->put(idx, k, kl, v, vl, 0);
+	}
+	if (!ret)
+		crashsim_op_ack(cs, op);
+	return ret;
+}
+
+/*
+ * Put until the pool is full, delete every key, put half of them back:
+ * the deletes need log chunks the pool no longer has, so collections
+ * flush buffer nodes instead of copying them (gc.c). Deletes and puts
+ * must all succeed past the first -ENOSPC.
+ */
+static int wl_full(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct pmidx_index *idx;
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	unsigned int op;
+	u64 n, i;
+	int ret;
+
+	ccl_nbatch = 2;
+	ccl_log_chunk_kb = 256;
+	ccl_th_log = 1000000;		/* collections only for want of space */
+	ccl_gc_interval_ms = 1U << 30;
+	ccl_gc_naive = false;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
+	if (pmidx_pool_format(img, size, true, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	pool = pmidx_pool_open(img, size, false, &why);
+	if (IS_ERR(pool))
+		return -EIO;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
+	if (pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	for (n = 0; !(ret = full_op(cs, idx, n, 0, false)); n++)
+		;
+	if (ret != -ENOSPC)
+		return ret;
+	for (i = 0; i < n; i++) {
+		ret = full_op(cs, idx, i, 0, true);
+		if (ret) {
+			printf("# full pool, %llu keys: delete %llu: %d\n",
+			       (unsigned long long)n, (unsigned long long)i, ret);
+			return ret;
+		}
+	}
+	for (i = 0; i < n / 2; i++) {
+		ret = full_op(cs, idx, i * 2, 1, false);
+		if (ret)
+			return ret;
+	}
+	printf("# full pool: %llu keys; %llu buffer nodes flushed by collections for want of log space\n",
+	       (unsigned long long)n,
+	       (unsigned long long)((struct ccl_tree *)idx->priv)->gc_full_flushes);
+	if (!((struct ccl_tree *)idx->priv)->gc_full_flushes)
+		return -EIO;		/* the path under test did not run */
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+static void ccl_full_pool(void)
+{
+	struct crashsim_workload wl = {
+		.name = "ccl_full_pool", .run = wl_full,
+		.check = ccl_check_image,
+	};
+	struct crashsim_config cfg = {
+		.pool_size = PMIDX_MIN_POOL_SIZE, .seed = ut_seed,
+		.variants = 2, .samples = samples, .exhaustive_max = samples,
+	};
+	struct crashsim_result res;
+
+	crashsim_config_env(&cfg);
+	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	crashsim_print_result("ccl_full_pool", &cfg, &res);
+	UT_CRASH_OK(res, true);
+}
+
 /* ---- corrupted images: refused with an error, never a crash ---------- */
 
 /* ---- corrupted images ------------------------------------------------------ */
@@ -965,6 +1078,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(ccl_long_nbatch1),
 	UT_TEST(ccl_long_nbatch5_naive),
 	UT_TEST(ccl_long_nbatch7_recover1),
+	UT_TEST(ccl_full_pool),
 };
 
 int main(int argc, char **argv)

@@ -39,7 +39,8 @@
  * ccl_th_log percent of the index's leaf and blob bytes (and at least
  * CCL_GC_MIN_LOG): with large values the log's own size would otherwise
  * let them pile up. Writers collect themselves when the held blobs pass
- * 1/16 of the pool (ccl_gc_throttle), or the pool is full (ccl_gc_reclaim). The GC thread also drains recovered overflow KVs
+ * 1/16 of the pool (ccl_gc_throttle), or the pool is full
+ * (ccl_gc_reclaim). The GC thread also drains recovered overflow KVs
  * (recovery.c) first.
  */
 #include <linux/mutex.h>
@@ -76,6 +77,18 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		ret = pmidx_wal_append(t->wal, c->side, b->slot[i].key,
 				       b->slot[i].val, ccl_next_ts(t, b),
 				       b->sflag[i]);
+		/*
+		 * No chunk for the copy (a full pool): the node is flushed
+		 * as in the naive mode, so the old side can still be
+		 * recycled and a delete waiting for log space gets it. The
+		 * copies made above are older than the leaf's new timestamp:
+		 * replay ignores them, as it does those of a node flushed
+		 * after a collection.
+		 */
+		if (ret == -ENOSPC) {
+			t->gc_full_flushes++;
+			return ccl_flush(t, b, h, NULL, 0, c->res);
+		}
 		if (ret)
 			return ret;
 		*h = bn_set_ebit(*h, i, c->side);
@@ -161,27 +174,35 @@ void ccl_gc_throttle(struct ccl_tree *t)
  * ccl_gc_reclaim - the pool is full: give back what the log holds
  *
  * Two collections release everything retired before the first one (each
- * side must be recycled once).
+ * side must be recycled once); each also gives the chunks of the side it
+ * recycles back to the log, which is what a delete on a full pool needs.
  *
  * Context: process context, outside epoch sections; sleeps.
- * Return: true when blobs were released (an allocation may now succeed).
+ * Return: true when blobs or log chunks were given back (a write may now
+ * succeed).
  */
 bool ccl_gc_reclaim(struct ccl_tree *t)
 {
-	u64 before;
-	int i;
+	u64 before, log;
+	int i, done = 0;
 
-	if (!t->wal || !pmidx_wal_held_bytes(t->wal))
+	if (!t->wal)
 		return false;
 	before = pmidx_wal_held_bytes(t->wal);
+	log = pmidx_wal_bytes_exact(t->wal);
+	if (!before && !log)
+		return false;
 	mutex_lock(&t->gc_lock);
-	for (i = 0; i < 2 && pmidx_wal_held_bytes(t->wal) >= before; i++)
+	for (i = 0; i < 2 && pmidx_wal_held_bytes(t->wal) >= before; i++) {
 		if (gc_collect(t))
 			break;
+		done++;
+	}
 	mutex_unlock(&t->gc_lock);
 	/* released blobs pass through the epochs before they are free */
 	pmidx_epoch_barrier(&t->epoch);
-	return pmidx_wal_held_bytes(t->wal) < before;
+	/* a collection also gave the old side's chunks back to the log */
+	return pmidx_wal_held_bytes(t->wal) < before || (done && log);
 }
 
 static bool gc_needed(struct ccl_tree *t)
