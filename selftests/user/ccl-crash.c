@@ -382,6 +382,101 @@ static int wl_full(struct crashsim *cs, void *img, u64 size, void *arg)
 	return 0;
 }
 
+/* Take every free byte of the pool (returns how many objects). */
+static unsigned int ballast_fill(struct pmidx_pool *pool, u64 *off,
+				 unsigned int max)
+{
+	unsigned int n = 0;
+	size_t sz;
+
+	for (sz = 1U << 20; sz >= 64; sz >>= 1)
+		while (n < max && (off[n] = pmidx_alloc(&pool->alloc, sz)))
+			n++;
+	return n;
+}
+
+#define BALLAST_MAX	4096
+
+/*
+ * A collection that fails leaves its flip in place; the next one must
+ * recycle the side that failed, not the newer one. Key 0's put is in
+ * the first side and in the leaf; a naive collection on a pool filled
+ * with ballast fails (a split needs a leaf); the ballast goes; key 0's
+ * delete, flushed at once, is logged in the second side; a collection
+ * then succeeds. Recycling the second side would leave the put as key
+ * 0's newest entry: every crash after that would bring key 0 back.
+ */
+static int wl_failed_gc(struct crashsim *cs, void *img, u64 size, void *arg)
+{
+	struct pmidx_index *idx;
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	unsigned int op, nb, i;
+	u64 *ballast, n;
+	int ret;
+
+	ccl_nbatch = 1;
+	ccl_log_chunk_kb = 256;
+	ccl_th_log = 1000000;
+	ccl_gc_interval_ms = 1U << 30;
+	ccl_gc_naive = false;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
+	if (pmidx_pool_format(img, size, true, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	pool = pmidx_pool_open(img, size, false, &why);
+	if (IS_ERR(pool))
+		return -EIO;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
+	if (pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why))
+		return -EIO;
+	crashsim_op_ack(cs, op);
+	/* keys 0..13 fill the first leaf, key 14 waits in its buffer */
+	for (n = 0; n < 15; n++)
+		if (full_op(cs, idx, n, 0, false))
+			return -EIO;
+	ballast = calloc(BALLAST_MAX, sizeof(*ballast));
+	if (!ballast)
+		return -ENOMEM;
+	nb = ballast_fill(pool, ballast, BALLAST_MAX);
+	ccl_gc_naive = true;
+	ret = ccl_gc_run(idx->priv);
+	ccl_gc_naive = false;
+	for (i = 0; i < nb; i++)
+		pmidx_free(&pool->alloc, ballast[i]);
+	free(ballast);
+	if (ret != -ENOSPC) {
+		printf("# the collection on a full pool gave %d, not -ENOSPC\n",
+		       ret);
+		return -EIO;
+	}
+	if (full_op(cs, idx, 0, 0, true) || ccl_gc_run(idx->priv))
+		return -EIO;
+	for (n = 100; n < 140; n++)		/* crash points after it */
+		if (full_op(cs, idx, n, 0, false))
+			return -EIO;
+	pmidx_pool_close(pool);
+	return 0;
+}
+
+static void ccl_failed_gc(void)
+{
+	struct crashsim_workload wl = {
+		.name = "ccl_failed_gc", .run = wl_failed_gc,
+		.check = ccl_check_image,
+	};
+	struct crashsim_config cfg = {
+		.pool_size = PMIDX_MIN_POOL_SIZE, .seed = ut_seed,
+		.variants = 2, .samples = samples, .exhaustive_max = samples,
+	};
+	struct crashsim_result res;
+
+	crashsim_config_env(&cfg);
+	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
+	crashsim_print_result("ccl_failed_gc", &cfg, &res);
+	UT_CRASH_OK(res, true);
+}
+
 static void ccl_full_pool(void)
 {
 	struct crashsim_workload wl = {
@@ -1079,6 +1174,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(ccl_long_nbatch5_naive),
 	UT_TEST(ccl_long_nbatch7_recover1),
 	UT_TEST(ccl_full_pool),
+	UT_TEST(ccl_failed_gc),
 };
 
 int main(int argc, char **argv)

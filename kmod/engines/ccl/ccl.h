@@ -310,6 +310,8 @@ struct ccl_pcpu {
  * @gc_live:   log bytes left by the last collection (all live)
  * @gc_full_flushes: buffer nodes collections flushed because the log had
  *             no chunk for their copies (gc.c; under @gc_lock)
+ * @gc_failed: the last collection failed; the next one recycles the same
+ *             old side without flipping (gc.c; under @gc_lock)
  * @spare:     inner nodes kept for splits (@spare_lock)
  * @sbuf:      a scan's record buffer kept for the next scan with a record
  *             larger than its stack buffer (ccl.c, scans; xchg/cmpxchg)
@@ -336,6 +338,7 @@ struct ccl_tree {
 	atomic64_t		gc_runs;
 	u64			gc_live;
 	u64			gc_full_flushes;
+	bool			gc_failed;
 	atomic64_t		nleaves;
 	atomic64_t		ninodes;
 	atomic64_t		blob_bytes;

@@ -16,6 +16,14 @@
  *      side). No leaf is written: the copies are sequential log appends;
  *   3. recycles every chunk of the old side.
  *
+ * A collection that fails (a flush that must split finds no free page,
+ * no memory) keeps the old side and its own flip: the next one does not
+ * flip again but finishes that side, since recycling the newer side
+ * would leave older entries behind (ccl.c: entries only leave the log
+ * together with everything older). When the log has no chunk for a copy
+ * (a full pool), the node is flushed to its leaf instead, as in the
+ * naive mode.
+ *
  * Writers read t->side under their buffer node's lock. A writer that
  * still saw the old side locked the node either before the collector
  * visits it (the collector then copies its KV) or it would have seen the
@@ -108,12 +116,22 @@ static int gc_collect(struct ccl_tree *t)
 	lockdep_assert_held(&t->gc_lock);
 	if (!READ_ONCE(t->ready))
 		return 0;
-	old = t->side;
-	c.side = old ^ 1;
-	WRITE_ONCE(t->side, c.side);
-	/* the flip is visible before the first node is locked */
-	smp_mb();
+	/*
+	 * After a failed collection the old side still holds entries older
+	 * than everything writers appended since: this one finishes it
+	 * without flipping again. A flip would recycle the newer side and
+	 * keep the older (a put outliving the tombstone that overrides it).
+	 */
+	c.side = t->side;
+	old = c.side ^ 1;
+	if (!t->gc_failed) {
+		swap(old, c.side);
+		WRITE_ONCE(t->side, c.side);
+		/* the flip is visible before the first node is locked */
+		smp_mb();
+	}
 	ret = ccl_walk(t, gc_visit, &c, &res);
+	t->gc_failed = ret != 0;
 	if (!ret) {
 		pmidx_wal_recycle(t->wal, old);
 		atomic64_inc(&t->gc_runs);
@@ -178,31 +196,41 @@ void ccl_gc_throttle(struct ccl_tree *t)
  * recycles back to the log, which is what a delete on a full pool needs.
  *
  * Context: process context, outside epoch sections; sleeps.
- * Return: true when blobs or log chunks were given back (a write may now
- * succeed).
+ * Return: true when a collection gave back blobs or log chunks, here or
+ * in another writer meanwhile (the write may now succeed: it is tried
+ * once more).
  */
 bool ccl_gc_reclaim(struct ccl_tree *t)
 {
-	u64 before, log;
-	int i, done = 0;
+	u64 held, runs;
+	bool done = false;
+	int i;
 
 	if (!t->wal)
 		return false;
-	before = pmidx_wal_held_bytes(t->wal);
-	log = pmidx_wal_bytes_exact(t->wal);
-	if (!before && !log)
+	held = pmidx_wal_held_bytes(t->wal);
+	if (!held && !pmidx_wal_bytes_exact(t->wal))
 		return false;
+	runs = atomic64_read(&t->gc_runs);
 	mutex_lock(&t->gc_lock);
-	for (i = 0; i < 2 && pmidx_wal_held_bytes(t->wal) >= before; i++) {
+	/* another writer collected while this one waited: just try again */
+	if (atomic64_read(&t->gc_runs) != runs) {
+		done = true;
+		goto out;
+	}
+	for (i = 0; i < 2; i++) {
 		if (gc_collect(t))
 			break;
-		done++;
+		done = true;
+		/* chunks come back with one; held blobs may need both sides */
+		if (!held || pmidx_wal_held_bytes(t->wal) < held)
+			break;
 	}
+out:
 	mutex_unlock(&t->gc_lock);
 	/* released blobs pass through the epochs before they are free */
 	pmidx_epoch_barrier(&t->epoch);
-	/* a collection also gave the old side's chunks back to the log */
-	return pmidx_wal_held_bytes(t->wal) < before || (done && log);
+	return done;
 }
 
 static bool gc_needed(struct ccl_tree *t)
@@ -271,6 +299,7 @@ int ccl_flush_all(struct ccl_tree *t)
 	if (!ret) {
 		pmidx_wal_recycle(t->wal, 0);
 		pmidx_wal_recycle(t->wal, 1);
+		t->gc_failed = false;
 	}
 	mutex_unlock(&t->gc_lock);
 	return ret;
