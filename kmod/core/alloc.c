@@ -837,11 +837,13 @@ void pmidx_alloc_destroy(struct pmidx_alloc *a)
 	bitmap_free(a->intent_map);
 	bitmap_free(a->free_map);
 	kvfree(a->snap);
+	kvfree(a->claimed);
 	kvfree(a->chunks);
 	a->pcpu = NULL;
 	a->intent_map = NULL;
 	a->free_map = NULL;
 	a->snap = NULL;
+	a->claimed = NULL;
 	a->chunks = NULL;
 }
 
@@ -1283,6 +1285,58 @@ int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off)
 int pmidx_alloc_mark_named(struct pmidx_alloc *a, u64 off)
 {
 	return mark_object(a, off);
+}
+
+/*
+ * Claims. A clean attach trusts the written-back bitmaps, so nothing
+ * says whether an object an engine reads is also named by another index
+ * (a root copied over another's, a list pointer into another index's
+ * list): both would then write it. An engine that reads its objects at
+ * a clean attach anyway claims each one it owns; a second claim is the
+ * damage the recovery trace would find as a double mark.
+ */
+
+/**
+ * pmidx_alloc_claim_begin - start taking claims (a clean attach)
+ *
+ * Context: process context; the pool's attach.
+ * Return: 0 or -ENOMEM.
+ */
+int pmidx_alloc_claim_begin(struct pmidx_alloc *a)
+{
+	a->claimed = kvcalloc(BITS_TO_LONGS((size_t)a->nr_chunks * PMIDX_SLOTS_MAX),
+			      sizeof(long), GFP_KERNEL);
+	return a->claimed ? 0 : -ENOMEM;
+}
+
+/**
+ * pmidx_alloc_claim - an engine owns the object at @off (clean attach)
+ *
+ * Outside a clean attach (no claims taken) it accepts everything: the
+ * recovery trace's marks do this job there.
+ *
+ * Context: may run concurrently from parallel recovery workers.
+ * Return: 0; -EUCLEAN if @off is not an object start or is claimed twice.
+ */
+int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off)
+{
+	struct pmidx_chunk *c;
+	u32 slot;
+
+	if (!a->claimed)
+		return 0;
+	c = object_chunk(a, off, &slot);
+	if (!c)
+		return -EUCLEAN;
+	return test_and_set_bit((size_t)(c - a->chunks) * PMIDX_SLOTS_MAX + slot,
+				a->claimed) ? -EUCLEAN : 0;
+}
+
+/** pmidx_alloc_claim_end - the clean attach is over: forget the claims */
+void pmidx_alloc_claim_end(struct pmidx_alloc *a)
+{
+	kvfree(a->claimed);
+	a->claimed = NULL;
 }
 
 /** pmidx_alloc_trace_end - everything not marked is free again */

@@ -180,6 +180,9 @@ struct pmidx_alloc_stats {
  * @intent_peak: most records in use at once since attach (the bound of
  *              "Records in flight" below, checked by the tests)
  * @snap:       committed-mode state saved for pmidx_alloc_verify_end()
+ * @claimed:    objects an engine claimed during a clean attach, one bit
+ *              per slot of every chunk (pmidx_alloc_claim()); NULL
+ *              outside one
  */
 struct pmidx_alloc {
 	struct pmidx_pmem		*pm;
@@ -211,6 +214,7 @@ struct pmidx_alloc {
 	u32				intent_used;
 	u32				intent_peak;
 	unsigned long			*snap;
+	unsigned long			*claimed;
 };
 
 #define PMIDX_NR_INTENTS	(PMIDX_CHUNK_SIZE / PMIDX_INTENT_SIZE)
@@ -225,6 +229,9 @@ int pmidx_alloc_trace_begin(struct pmidx_alloc *a, const char **why);
 int pmidx_alloc_mark(struct pmidx_alloc *a, u64 off);
 int pmidx_alloc_mark_named(struct pmidx_alloc *a, u64 off);
 void pmidx_alloc_trace_end(struct pmidx_alloc *a);
+int pmidx_alloc_claim_begin(struct pmidx_alloc *a);
+int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off);
+void pmidx_alloc_claim_end(struct pmidx_alloc *a);
 void pmidx_alloc_writeback(struct pmidx_alloc *a);
 void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);
 

@@ -306,8 +306,12 @@ open:
 		ret = pmidx_alloc_verify_begin(&pool->alloc);
 		rc.trace = !ret;
 	}
+	/* a clean attach: engines claim what they own (alloc.c, "Claims") */
+	if (!ret && rc.clean)
+		ret = pmidx_alloc_claim_begin(&pool->alloc);
 	if (!ret)
 		ret = open_engines(pool, &rc, why);
+	pmidx_alloc_claim_end(&pool->alloc);
 	if (!ret && rc.trace)
 		ret = verify_end(pool, why);
 	/*

@@ -86,7 +86,6 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
-#include <linux/sort.h>
 #include "parallel.h"
 #include "wal.h"
 
@@ -561,7 +560,8 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 	    (word & PMIDX_WAL_SLOT_RSVD) ||
 	    (!gen && (word & PMIDX_WAL_SLOT_CLEAN)))
 		return -EUCLEAN;
-	if (trace && pmidx_alloc_mark(a, off))
+	/* this log's alone: named twice (here or by another index) is damage */
+	if (trace ? pmidx_alloc_mark(a, off) : pmidx_alloc_claim(a, off))
 		return -EUCLEAN;
 	size = pmidx_alloc_size(a, off);
 	if (size < PMIDX_WAL_MIN_CHUNK / 4 || !pmidx_alloc_valid(a, off, size))
@@ -587,47 +587,6 @@ static int open_slot(struct pmidx_wal *w, u32 i, u64 word, bool trace)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	u64 x = *(const u64 *)a, y = *(const u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * Two slots naming one chunk would hand it to two CPUs. A tracing attach
- * finds that when it marks the chunk twice; a clean one reads the
- * allocator's bitmap, which cannot tell, so the offsets are compared.
- */
-static int open_check_unique(struct pmidx_wal *w)
-{
-	unsigned int n = 0, i, cnt = bitmap_weight(w->slot_map, w->nslots);
-	struct pmidx_wal_chunk *c;
-	int ret = 0;
-	u64 *off;
-
-	if (cnt < 2)
-		return 0;
-	off = kmalloc_array(cnt, sizeof(*off), GFP_KERNEL);
-	if (!off)
-		return -ENOMEM;
-	list_for_each_entry(c, &w->free, node)
-		off[n++] = c->off;
-	list_for_each_entry(c, &w->used[0], node)
-		off[n++] = c->off;
-	sort(off, n, sizeof(*off), cmp_u64, NULL);
-	for (i = 1; i < n; i++) {
-		if (off[i] == off[i - 1]) {
-			pr_err("pmidx: log chunk %#llx is in two directory slots\n",
-			       off[i]);
-			ret = -EUCLEAN;
-			break;
-		}
-	}
-	kfree(off);
-	return ret;
-}
-
 /**
  * pmidx_wal_open - open the log whose directory is at @dir_off
  * @cfg: chunk size, recovery trace, the release callback (wal.h)
@@ -648,7 +607,7 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 	int cpu, ret;
 	u32 i;
 
-	if (trace && pmidx_alloc_mark(a, dir_off))
+	if (trace ? pmidx_alloc_mark(a, dir_off) : pmidx_alloc_claim(a, dir_off))
 		return -EUCLEAN;
 	if (!pmidx_alloc_valid(a, dir_off, PMIDX_WAL_DIR_SIZE))
 		return -EUCLEAN;
@@ -713,9 +672,6 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 			goto err;
 		}
 	}
-	ret = open_check_unique(w);
-	if (ret)
-		goto err;
 	*out = w;
 	return 0;
 err:

@@ -221,6 +221,10 @@ static int walk_list(struct rctx *rc, u64 head)
 		rc->why = "leaf list has a cycle";
 		if (++seen > limit)
 			goto err;
+		/* a clean attach: the trace's marks do this in leaf_one() */
+		rc->why = "leaf named twice (a cycle, or another index's leaf)";
+		if (!rc->trace && pmidx_alloc_claim(&t->pool->alloc, off))
+			goto err;
 		if (n == cap) {
 			nv = kvmalloc_array(cap * 2, sizeof(*lv), GFP_KERNEL);
 			ret = -ENOMEM;
