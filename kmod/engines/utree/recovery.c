@@ -30,7 +30,11 @@
  * index's chunks plus each node's check word, blob pointers against the
  * pool bounds and their own headers, and keys must rise strictly along
  * the list (which also rules out cycles). A bad image fails with
- * -EUCLEAN.
+ * -EUCLEAN. What a trace marks (chunks, tracker table, image, blobs) a
+ * clean attach claims where it reads it anyway (core/alloc.c, "Claims"):
+ * the chunks, the tracker table and an image of ours always, the blobs
+ * only in a list walk. So an object named twice, by this index or
+ * another, refuses either attach.
  */
 #include <linux/bitmap.h>
 #include <linux/crc32.h>
@@ -166,19 +170,22 @@ static int root_check(struct utree *t, const char **why)
 	return 0;
 }
 
-/* Claim an allocator object referenced from the root or a chunk. */
+/*
+ * Claim an allocator object referenced from the root or a chunk. A
+ * clean attach claims it too (core/alloc.c, "Claims"): the tracker
+ * table has no owner word, so another index's root naming it (a root
+ * copied over ours) is only seen as a second claim.
+ */
 static int claim_object(struct utree *t, u64 off, size_t size, bool tracing)
 {
 	struct pmidx_alloc *a = &t->pool->alloc;
 
 	if (!ut_in_data(t, off, size))
 		return -EUCLEAN;
-	if (tracing) {
-		if (pmidx_alloc_mark(a, off))
-			return -EUCLEAN;
-	} else if (!pmidx_alloc_valid(a, off, size)) {
+	if (tracing ? pmidx_alloc_mark(a, off) : pmidx_alloc_claim(a, off))
 		return -EUCLEAN;
-	}
+	if (!tracing && !pmidx_alloc_valid(a, off, size))
+		return -EUCLEAN;
 	return pmidx_alloc_size(a, off) >= size ? 0 : -EUCLEAN;
 }
 
@@ -198,7 +205,7 @@ static int load_chunks(struct utree *t, bool tracing, const char **why)
 		if (off < a->data_off || off - a->data_off >= span ||
 		    (off - a->data_off) % UT_CHUNK_SIZE ||
 		    claim_object(t, off, UT_CHUNK_SIZE, tracing)) {
-			*why = "node chunk pointer is not a node chunk object";
+			*why = "node chunk pointer is not a node chunk object, or named twice";
 			return -EUCLEAN;
 		}
 		if (pmidx_read_media(&h, pmidx_ptr(t->pm, off), sizeof(h))) {
@@ -229,7 +236,7 @@ static int load_trackers(struct utree *t, bool tracing, const char **why)
 	if (!off)
 		return 0;
 	if (claim_object(t, off, sizeof(struct ut_trackers), tracing)) {
-		*why = "tracker table pointer is not an object";
+		*why = "tracker table pointer is not an object, or named twice";
 		return -EUCLEAN;
 	}
 	t->trackers = pmidx_ptr(t->pm, off);
@@ -373,10 +380,12 @@ static int claim_blob(struct ut_rec *r, struct ut_seg *s, u64 off,
 
 	if (!blob_peek(r->t, off, &len) || (key && len != klen))
 		return -EUCLEAN;
+	/* a list node owns its blobs: a clean walk claims what it reads */
 	if (r->tracing) {
 		if (pmidx_blob_mark(pool, off))
 			return -EUCLEAN;
-	} else if (!pmidx_alloc_valid(&pool->alloc, off,
+	} else if (pmidx_alloc_claim(&pool->alloc, off) ||
+		   !pmidx_alloc_valid(&pool->alloc, off,
 				      sizeof(struct pmidx_blob) + len)) {
 		return -EUCLEAN;
 	}
