@@ -437,6 +437,16 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 		       t->idx->name);
 		return -EUCLEAN;
 	}
+	/*
+	 * Nor may it be another index's top (a root copied over ours): both
+	 * would write one tree. A clean attach claims it (core/alloc.c,
+	 * "Claims"); the top is all this index owns that the attach looks at.
+	 */
+	if (r->top && pmidx_alloc_claim(&t->pool->alloc, le64_to_cpu(r->top))) {
+		pr_err("pmidx: index %s: b3 top named twice (another index's?)\n",
+		       t->idx->name);
+		return -EUCLEAN;
+	}
 	c = per_cpu_ptr(t->pcpu, 0);
 	if (rc->clean && le64_to_cpu(r->saved) == 1) {
 		c->keys = le64_to_cpu(r->keys);
