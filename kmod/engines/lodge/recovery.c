@@ -2,10 +2,11 @@
 /*
  * Open (the paper has no recovery; this is ours, README "Recovery"):
  *  1. walk the leaf list from the head (next[use]), checking every offset
- *     before it is read; with a trace, mark each leaf. A pointer chase,
- *     so one CPU: it only collects the offsets;
+ *     before it is read; with a trace, mark each leaf, on a clean attach
+ *     claim it (own()). A pointer chase, so one CPU: it only collects
+ *     the offsets;
  *  2. parse the leaves (parallel, runs of the list): bitmap, key
- *     lengths, with a trace mark their blobs and fence blobs. The fence
+ *     lengths, their blobs and fence blobs marked or claimed. The fence
  *     of a leaf is the one it stores (its split key: the exact range its
  *     ts speaks for); fences must ascend along the list;
  *  3. read every log the directory names (parallel, runs of directory
@@ -36,9 +37,9 @@
  * (key, sequence, offset), a total order, so which record wins a key is
  * decided by the records alone, and a failure is reported as the serial
  * code would have met it first (the lowest item that failed). The
- * allocator's marks may run concurrently (pmidx_alloc_mark()); two
- * claims of one object fail one of them whatever the order, which is
- * all the trace needs.
+ * allocator's marks and claims may run concurrently (pmidx_alloc_mark(),
+ * pmidx_alloc_claim()); two of one object fail one of them whatever the
+ * order, which is all the trace and the claims need.
  */
 #include <linux/cache.h>
 #include <linux/crc32c.h>
@@ -198,9 +199,22 @@ static int run_step(struct rstate *rs, size_t items, size_t per,
 }
 
 /*
- * Claim the object at @off (with a trace: mark it, which also checks it
- * starts an object; a second claim fails) and check [off, off + len) is
- * inside it: marked objects are the live ones while a trace runs.
+ * Mark (with a trace) or claim (a clean attach, core/alloc.c "Claims")
+ * an object this index owns: either checks it starts an object, and a
+ * second one fails, whether this index or another names it again. The
+ * trace must see every object; the claims cost a clean attach nothing
+ * it does not read anyway.
+ */
+static int own(struct rstate *rs, u64 off)
+{
+	struct pmidx_alloc *a = &rs->t->pool->alloc;
+
+	return rs->trace ? pmidx_alloc_mark(a, off) : pmidx_alloc_claim(a, off);
+}
+
+/*
+ * Own the object at @off and check [off, off + len) is inside it: marked
+ * objects are the live ones while a trace runs.
  */
 static bool claim(struct rstate *rs, u64 off, size_t len)
 {
@@ -208,7 +222,7 @@ static bool claim(struct rstate *rs, u64 off, size_t len)
 
 	if (off & 255)
 		return false;
-	if (rs->trace && pmidx_alloc_mark(&t->pool->alloc, off))
+	if (own(rs, off))
 		return false;
 	return pmidx_alloc_valid(&t->pool->alloc, off, len);
 }
@@ -220,7 +234,7 @@ static bool blob_ok(struct rstate *rs, u64 off)
 
 	if (off & 15)
 		return false;
-	if (rs->trace && pmidx_alloc_mark(&t->pool->alloc, off))
+	if (own(rs, off))
 		return false;
 	if (!pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)))
 		return false;
@@ -874,7 +888,7 @@ int lodge_recover(struct lodge *t, const struct pmidx_recover *rc)
 	t->head = le64_to_cpu(r->head);
 	dir = le64_to_cpu(r->dir);
 	if (!claim(rs, dir, LODGE_DIR_SIZE)) {
-		ret = bad(rs, "bad log directory offset");
+		ret = bad(rs, "bad log directory offset (or named twice)");
 		goto out;
 	}
 	t->dir = pmidx_ptr(t->pm, dir);
