@@ -6,11 +6,13 @@
  *     written and persisted, then the magic;
  *  2. the walk (walk.c) over every inner node and leaf array, each word
  *     checked before it is followed; with a trace (a crash attach) each
- *     node is marked, and N48 slots an add cut short are cleared;
+ *     node is marked, on a clean attach claimed, and N48 slots an add cut
+ *     short are cleared;
  *  3. the leaf arrays parsed in parallel (rc->threads workers): records
  *     up to the first zero header, an update cut short resolved (the
  *     later record wins, the earlier is invalidated), the metadata built
- *     in key order, each blob checked (marked with a trace);
+ *     in key order, each blob checked (marked with a trace, claimed on a
+ *     clean attach);
  *  4. the root's generation set above every generation seen, persisted:
  *     lock words of earlier opens read as unlocked from now on (lock.h).
  * Nothing is allocated from the pool here.
@@ -47,9 +49,17 @@ struct rstate {
 	struct rsum	sum[RWORKERS_MAX];
 };
 
+/*
+ * Every node is read at every attach: a trace marks it, a clean attach
+ * claims it (core/alloc.c, "Claims"), so that one named twice, by this
+ * index or another, is refused either way.
+ */
 static int mark_node(struct pfart *t, struct pfart_walk *w, u64 off)
 {
-	if (pmidx_alloc_mark(&t->pool->alloc, off)) {
+	struct rstate *rs = w->ctx;
+	struct pmidx_alloc *a = &t->pool->alloc;
+
+	if (rs->mark ? pmidx_alloc_mark(a, off) : pmidx_alloc_claim(a, off)) {
 		w->why = "node not an object, or named twice";
 		return -EUCLEAN;
 	}
@@ -100,7 +110,9 @@ static int blob_ok(struct rstate *rs, u64 off, u32 *bytes)
 	if (rs->mark)
 		return pmidx_blob_mark(t->pool, off) ?:
 		       (*bytes = pmidx_alloc_size(&t->pool->alloc, off), 0);
-	if (!pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
+	/* a record owns its blob: claimed as the trace would mark it */
+	if (pmidx_alloc_claim(&t->pool->alloc, off) ||
+	    !pmidx_alloc_valid(&t->pool->alloc, off, sizeof(struct pmidx_blob)) ||
 	    pmidx_blob_read_len(t->pool, off, &len) ||
 	    !pmidx_alloc_valid(&t->pool->alloc, off,
 			       sizeof(struct pmidx_blob) + len))
@@ -223,8 +235,7 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 	rs->t = t;
 	rs->mark = rc->mark;
 	w.ctx = rs;
-	if (rc->mark)
-		w.node = mark_node;
+	w.node = mark_node;
 	ret = pfart_walk(t, &w);
 	if (ret) {
 		bad_root(t, w.why ?: "walk failed");
