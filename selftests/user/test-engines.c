@@ -16,6 +16,7 @@
 #include <linux/prandom.h>
 #include <shim/sanitizer.h>
 #include <shim/shim.h>
+#include "core/blob.h"
 #include "core/engine.h"
 #include "engines/utree/utree.h"
 #include "engines/b3/b3.h"
@@ -1116,12 +1117,168 @@ static void engine_scan_churn(void)
 	}
 }
 
+/* ---- objects two indexes name (claims at a clean attach) ----------------- */
+
+#define RC_KEYS		300
+#define RC_VB		1000	/* index b's values: none equal to a's */
+
+/*
+ * A clean image with two indexes of engine @e: "a" holds key i = i, "b"
+ * key i = i + RC_VB (a 100-byte value, a blob, when the value is 1 mod
+ * 5). The image attaches cleanly as it is; their roots in @ra, @rb.
+ */
+static void *rc_image(u32 e, u64 *ra, u64 *rb)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *a, *b;
+	const char *why = NULL;
+	u64 i;
+
+	UT_ASSERT_MSG(!pmidx_index_create(pool, "a", e, &a, &why) &&
+		      !pmidx_index_create(pool, "b", e, &b, &why),
+		      "%s: create: %s", pmidx_engine_name(e), why);
+	for (i = 0; i < RC_KEYS; i++) {
+		UT_EQ(kv_put(a, i, i), 0);
+		UT_EQ(kv_put(b, i, i + RC_VB), 0);
+	}
+	pmidx_pool_close(pool);
+	pool = ut_pool_open(img, SZ);
+	UT_ASSERT(!(pool->flags & PMIDX_POOL_F_RECOVERED));
+	*ra = pmidx_index_lookup(pool, "a")->root;
+	*rb = pmidx_index_lookup(pool, "b")->root;
+	pmidx_pool_close(pool);
+	return img;
+}
+
+/* The clean attach of @img is refused: -EUCLEAN, or the attach's result. */
+static int rc_refused(u32 e, void *img, const char *what)
+{
+	struct pmidx_pool *pool;
+	const char *why = NULL;
+	int ret;
+
+	pool = pmidx_pool_open(img, SZ, false, &why);
+	ret = IS_ERR(pool) ? PTR_ERR(pool) : 0;
+	if (!ret)
+		pmidx_pool_close(pool);
+	UT_ASSERT_MSG(ret == -EUCLEAN, "%s: %s: clean attach %d (%s)",
+		      pmidx_engine_name(e), what, ret, why ? why : "accepted");
+	ut_note("engine %s: %s: clean attach refused (%s)",
+		pmidx_engine_name(e), what, why);
+	return ret;
+}
+
+/*
+ * Index "b"'s root overwritten with "a"'s in a clean image (the ccl
+ * finding of fuzz-engines): both name a's objects and would both write
+ * them. A clean attach traces nothing: an owner word the attach checks
+ * (utree's chunks, pfart's nodes) or a claim (core/alloc.c, "Claims") of
+ * what it reads must refuse it, as a crash attach's trace would.
+ */
+static void engine_root_copied(void)
+{
+	u64 ra, rb;
+	void *img;
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		if (!ekv_engine_available(e))
+			continue;
+		verify_for(e);
+		img = rc_image(e, &ra, &rb);
+		/* after the clean close: no close rewrites b's root */
+		memcpy((u8 *)img + rb, (u8 *)img + ra, PMIDX_INDEX_ROOT_SIZE);
+		rc_refused(e, img, "a root copied over another's");
+		ut_img_free(img, SZ);
+		pmidx_recovery_verify = false;
+	}
+}
+
+/*
+ * Make every word of @img naming @from, at a multiple of @align, name
+ * @to: lodge's slot words are 8-byte aligned, pfart packs records at 2;
+ * a value's bytes (ekv_hval(): v's two low bytes, then zeros) may spell
+ * an offset, never at such a place. Stale copies in freed objects (a
+ * leaf array grown by a copy) change too: nothing reads them.
+ */
+static void rc_rename(void *img, u64 from, u64 to, unsigned int align)
+{
+	__le64 w = cpu_to_le64(from), x = cpu_to_le64(to);
+	u8 *p, *end = (u8 *)img + SZ;
+	unsigned int n = 0;
+
+	for (p = img; (p = memmem(p, end - p, &w, sizeof(w))); p++) {
+		if ((p - (u8 *)img) % align)
+			continue;
+		memcpy(p, &x, sizeof(x));
+		n++;
+	}
+	UT_ASSERT(n);
+}
+
+/* The blob holding value @v (ekv_hval()) in @img. */
+static u64 rc_blob(void *img, u64 v)
+{
+	u8 want[sizeof(struct pmidx_blob) + 128];
+	struct pmidx_blob *h = (struct pmidx_blob *)want;
+	u32 len = ekv_hval(v, h->data);
+	u8 *p;
+
+	h->len = cpu_to_le32(len);
+	h->len_check = cpu_to_le32(~len);
+	p = memmem(img, SZ, want, sizeof(*h) + len);
+	UT_ASSERT(p && len > 8);
+	return p - (u8 *)img;
+}
+
+/*
+ * One object named by two indexes through a word the root does not hold
+ * and no owner word guards: utree's tracker table, a value blob of lodge
+ * and pfart (which read every blob header at attach; the fuzz-engines
+ * finding lodge-clean-blob-named-by-two-indexes). Each index alone is
+ * consistent and passes its CHECK; only the claims see both.
+ */
+static void engine_named_twice(void)
+{
+	static const struct {
+		u32		engine;
+		unsigned int	align;
+	} blobs[] = { { PMIDX_ENGINE_LODGE, 8 }, { PMIDX_ENGINE_PFART, 2 } };
+	unsigned int k;
+	u64 ra, rb;
+	void *img;
+	u32 e;
+
+	e = PMIDX_ENGINE_UTREE;
+	if (ekv_engine_available(e)) {
+		img = rc_image(e, &ra, &rb);
+		memcpy((u8 *)img + rb + offsetof(struct ut_root, trackers),
+		       (u8 *)img + ra + offsetof(struct ut_root, trackers), 8);
+		rc_refused(e, img, "one tracker table, two roots");
+		ut_img_free(img, SZ);
+	}
+	for (k = 0; k < ARRAY_SIZE(blobs); k++) {
+		e = blobs[k].engine;
+		if (!ekv_engine_available(e))
+			continue;
+		img = rc_image(e, &ra, &rb);
+		/* b's key 1 names a's value blob of key 1 */
+		rc_rename(img, rc_blob(img, 1 + RC_VB), rc_blob(img, 1),
+			  blobs[k].align);
+		rc_refused(e, img, "one value blob, two indexes");
+		ut_img_free(img, SZ);
+	}
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
 	UT_TEST(engine_full_pool),
 	UT_TEST(engine_scan_churn),
 	UT_TEST(utree_corrupt_clean),
 	UT_TEST(b3_corrupt_clean),
+	UT_TEST(engine_root_copied),
+	UT_TEST(engine_named_twice),
 	UT_TEST(engine_crash_kv),
 };
 
