@@ -1244,7 +1244,8 @@ static void engine_named_twice(void)
 	static const struct {
 		u32		engine;
 		unsigned int	align;
-	} blobs[] = { { PMIDX_ENGINE_LODGE, 8 }, { PMIDX_ENGINE_PFART, 2 } };
+	} blobs[] = { { PMIDX_ENGINE_CCL, 8 }, { PMIDX_ENGINE_LODGE, 8 },
+		       { PMIDX_ENGINE_PFART, 2 } };
 	unsigned int k;
 	u64 ra, rb;
 	void *img;

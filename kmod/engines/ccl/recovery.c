@@ -124,8 +124,10 @@ static int blob_check(struct rctx *rc, u64 off, bool mark, u8 *buf, u32 cap,
 
 	if (!off_ok(t, off, sizeof(hdr)))
 		return -EUCLEAN;
-	if (mark && rc->trace) {
-		ret = pmidx_alloc_mark(a, off);
+	/* owned: marked by a trace, claimed at a clean attach (core/alloc.c) */
+	if (mark) {
+		ret = rc->trace ? pmidx_alloc_mark(a, off) :
+				  pmidx_alloc_claim(a, off);
 		if (ret)
 			return ret;
 	}
