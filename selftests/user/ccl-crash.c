@@ -326,6 +326,37 @@ static int full_op(struct crashsim *cs, struct pmidx_index *idx, u64 n,
 }
 
 /*
+ * Format a pool, create index "c" with @nbatch slots per buffer node;
+ * collections run only when a write finds no space or the test asks.
+ */
+static struct pmidx_index *small_index(struct crashsim *cs, void *img,
+				       u64 size, unsigned int nbatch,
+				       struct pmidx_pool **pool)
+{
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	unsigned int op;
+
+	ccl_nbatch = nbatch;
+	ccl_log_chunk_kb = 256;
+	ccl_th_log = 1000000;
+	ccl_gc_interval_ms = 1U << 30;
+	ccl_gc_naive = false;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
+	if (pmidx_pool_format(img, size, true, &why))
+		return NULL;
+	crashsim_op_ack(cs, op);
+	*pool = pmidx_pool_open(img, size, false, &why);
+	if (IS_ERR(*pool))
+		return NULL;
+	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
+	if (pmidx_index_create(*pool, "c", PMIDX_ENGINE_CCL, &idx, &why))
+		return NULL;
+	crashsim_op_ack(cs, op);
+	return idx;
+}
+
+/*
  * Put until the pool is full, delete every key, put half of them back:
  * the deletes need log chunks the pool no longer has, so collections
  * flush buffer nodes instead of copying them (gc.c). Deletes and puts
@@ -335,27 +366,12 @@ static int wl_full(struct crashsim *cs, void *img, u64 size, void *arg)
 {
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
-	const char *why = NULL;
-	unsigned int op;
 	u64 n, i;
 	int ret;
 
-	ccl_nbatch = 2;
-	ccl_log_chunk_kb = 256;
-	ccl_th_log = 1000000;		/* collections only for want of space */
-	ccl_gc_interval_ms = 1U << 30;
-	ccl_gc_naive = false;
-	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
-	if (pmidx_pool_format(img, size, true, &why))
+	idx = small_index(cs, img, size, 2, &pool);
+	if (!idx)
 		return -EIO;
-	crashsim_op_ack(cs, op);
-	pool = pmidx_pool_open(img, size, false, &why);
-	if (IS_ERR(pool))
-		return -EIO;
-	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
-	if (pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why))
-		return -EIO;
-	crashsim_op_ack(cs, op);
 	for (n = 0; !(ret = full_op(cs, idx, n, 0, false)); n++)
 		;
 	if (ret != -ENOSPC)
@@ -410,27 +426,13 @@ static int wl_failed_gc(struct crashsim *cs, void *img, u64 size, void *arg)
 {
 	struct pmidx_index *idx;
 	struct pmidx_pool *pool;
-	const char *why = NULL;
-	unsigned int op, nb, i;
+	unsigned int nb, i;
 	u64 *ballast, n;
 	int ret;
 
-	ccl_nbatch = 1;
-	ccl_log_chunk_kb = 256;
-	ccl_th_log = 1000000;
-	ccl_gc_interval_ms = 1U << 30;
-	ccl_gc_naive = false;
-	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "format", NULL, 0, 0);
-	if (pmidx_pool_format(img, size, true, &why))
+	idx = small_index(cs, img, size, 1, &pool);
+	if (!idx)
 		return -EIO;
-	crashsim_op_ack(cs, op);
-	pool = pmidx_pool_open(img, size, false, &why);
-	if (IS_ERR(pool))
-		return -EIO;
-	op = crashsim_op_begin(cs, CRASHSIM_OP_NOTE, "create", NULL, 0, 0);
-	if (pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why))
-		return -EIO;
-	crashsim_op_ack(cs, op);
 	/* keys 0..13 fill the first leaf, key 14 waits in its buffer */
 	for (n = 0; n < 15; n++)
 		if (full_op(cs, idx, n, 0, false))
@@ -459,11 +461,12 @@ static int wl_failed_gc(struct crashsim *cs, void *img, u64 size, void *arg)
 	return 0;
 }
 
-static void ccl_failed_gc(void)
+/* A workload on the smallest pool, at the suite's crash points. */
+static void run_small(const char *name,
+		      int (*fn)(struct crashsim *, void *, u64, void *))
 {
 	struct crashsim_workload wl = {
-		.name = "ccl_failed_gc", .run = wl_failed_gc,
-		.check = ccl_check_image,
+		.name = name, .run = fn, .check = ccl_check_image,
 	};
 	struct crashsim_config cfg = {
 		.pool_size = PMIDX_MIN_POOL_SIZE, .seed = ut_seed,
@@ -473,31 +476,21 @@ static void ccl_failed_gc(void)
 
 	crashsim_config_env(&cfg);
 	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
-	crashsim_print_result("ccl_failed_gc", &cfg, &res);
+	crashsim_print_result(name, &cfg, &res);
 	UT_CRASH_OK(res, true);
 }
 
 static void ccl_full_pool(void)
 {
-	struct crashsim_workload wl = {
-		.name = "ccl_full_pool", .run = wl_full,
-		.check = ccl_check_image,
-	};
-	struct crashsim_config cfg = {
-		.pool_size = PMIDX_MIN_POOL_SIZE, .seed = ut_seed,
-		.variants = 2, .samples = samples, .exhaustive_max = samples,
-	};
-	struct crashsim_result res;
+	run_small("ccl_full_pool", wl_full);
+}
 
-	crashsim_config_env(&cfg);
-	UT_EQ(crashsim_run(&cfg, &wl, &res), 0);
-	crashsim_print_result("ccl_full_pool", &cfg, &res);
-	UT_CRASH_OK(res, true);
+static void ccl_failed_gc(void)
+{
+	run_small("ccl_failed_gc", wl_failed_gc);
 }
 
 /* ---- corrupted images: refused with an error, never a crash ---------- */
-
-/* ---- corrupted images ------------------------------------------------------ */
 
 /* What a scan returned: keys and values, in order. */
 struct kvset {
