@@ -785,6 +785,32 @@ static void ccl_corrupt(void)
 	ut_img_free(base[1], size);
 }
 
+/* ccl_fp_match() against a byte loop: random leaves, every fingerprint */
+static void ccl_fp_match_bytes(void)
+{
+	struct ccl_leaf l;
+	struct rnd_state rs;
+	unsigned int n, fp, s;
+	u32 want;
+
+	prandom_seed_state(&rs, ut_seed);
+	for (n = 0; n < 2000; n++) {
+		memset(&l, 0, sizeof(l));
+		for (s = 0; s < CCL_LEAF_SLOTS; s++)	/* few values: many matches */
+			l.fp[s] = n & 1 ? prandom_u32_state(&rs) :
+				  0x7f + prandom_u32_state(&rs) % 3;
+		l.vind = cpu_to_le16(prandom_u32_state(&rs));
+		for (fp = 0; fp < 256; fp++) {
+			want = 0;
+			for (s = 0; s < CCL_LEAF_SLOTS; s++)
+				want |= (l.fp[s] == fp) << s;
+			UT_ASSERT_MSG(ccl_fp_match(&l, fp) == want,
+				      "leaf %u, fp %#x: %#x, want %#x", n, fp,
+				      ccl_fp_match(&l, fp), want);
+		}
+	}
+}
+
 /* leaf timestamps near the limit are reset at a clean attach */
 static void ccl_ts_reset(void)
 {
@@ -1158,6 +1184,7 @@ static void ccl_threads(void)
 
 static const struct ut_test tests[] = {
 	UT_TEST(ccl_threads),
+	UT_TEST(ccl_fp_match_bytes),
 	UT_TEST(ccl_ts_reset),
 	UT_TEST(ccl_ts_limit),
 	UT_TEST(ccl_corrupt),

@@ -501,12 +501,11 @@ static void snap_node(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 		s->slot[i].val = READ_ONCE(b->slot[i].val);
 	}
 	s->ovf = READ_ONCE(b->ovf);
-	bits = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta)));
+	bits = ccl_meta_bitmap(le64_to_cpu(READ_ONCE(l->meta))) &
+	       ccl_fp_match(l, fp);
 	vind = le16_to_cpu(READ_ONCE(l->vind));
 	s->ncand = 0;
 	for_each_set_bit(i, &bits, CCL_LEAF_SLOTS) {
-		if (READ_ONCE(l->fp[i]) != fp)
-			continue;
 		s->cflag[s->ncand] = (fp & CCL_FP_IND ? CCL_F_KIND : 0) |
 				     (vind & BIT(i) ? CCL_F_VIND : 0);
 		s->cand[s->ncand].key = (__force u64)READ_ONCE(l->slot[i].key);

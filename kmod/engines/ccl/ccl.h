@@ -402,6 +402,32 @@ static inline u64 ccl_next_ts(struct ccl_tree *t, struct ccl_bnode *b)
 
 /* kv.c */
 u8 ccl_fp(const u8 *k, u32 len);
+
+/*
+ * The slots of @l whose fingerprint is @fp, live or not (the caller ANDs
+ * the bitmap): the 14 fingerprints read as two words (the second ends
+ * with vind, masked off) and compared bytewise at once, instead of a
+ * load and a branch per live slot. An optimistic read like the others:
+ * the caller validates the node before trusting it.
+ */
+static inline u32 ccl_fp_match(const struct ccl_leaf *l, u8 fp)
+{
+	const __le64 *w = (const __le64 *)l->fp;
+	const u64 lo7 = 0x7f7f7f7f7f7f7f7fULL, rep = 0x0101010101010101ULL * fp;
+	u64 x0 = le64_to_cpu(READ_ONCE(w[0])) ^ rep;
+	u64 x1 = le64_to_cpu(READ_ONCE(w[1])) ^ rep;
+
+	BUILD_BUG_ON(offsetof(struct ccl_leaf, fp) % 8 ||
+		     offsetof(struct ccl_leaf, vind) != offsetof(struct ccl_leaf, fp) + 14 ||
+		     CCL_LEAF_SLOTS != 14);
+	/* 0x80 in each byte that is zero, exactly (no borrow between bytes) */
+	x0 = ~(((x0 & lo7) + lo7) | x0 | lo7);
+	x1 = ~(((x1 & lo7) + lo7) | x1 | lo7);
+	/* byte i's 0x80 to bit i of the top byte */
+	x0 = ((x0 >> 7) * 0x0102040810204080ULL) >> 56;
+	x1 = ((x1 >> 7) * 0x0102040810204080ULL) >> 56;
+	return (x0 | x1 << 8) & CCL_BITMAP_MASK;
+}
 u64 ccl_pfx(const u8 *k, u32 len);
 const u8 *ccl_word_bytes(const struct ccl_tree *t, const u64 *w, bool ind,
 			 u32 *len);

@@ -34,12 +34,10 @@ static u64 slot_key(struct ccl_leaf *l, unsigned int s)
 int ccl_leaf_find(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
 		  const u8 *k, u32 klen, u8 fp)
 {
-	unsigned long bits = bitmap;
+	unsigned long bits = bitmap & ccl_fp_match(l, fp);
 	unsigned int s;
 
 	for_each_set_bit(s, &bits, CCL_LEAF_SLOTS) {
-		if (READ_ONCE(l->fp[s]) != fp)
-			continue;
 		if (ccl_key_eq(t, slot_key(l, s), fp & CCL_FP_IND, k, klen))
 			return s;
 	}
