@@ -170,6 +170,12 @@ check "PMIDX_VM_SPLAT_IGNORE whitelists a splat" "status $RC" [ "$RC" = 0 ]
 run_vm nostatus --no-module -- 'echo o > /proc/sysrq-trigger; sleep 100'
 check "guest powering off without a status exits 202" "status $RC" [ "$RC" = 202 ]
 
+# --- the guest kernel dies before insmod: booted once more, then reported
+PMIDX_VM_APPEND=rdinit=/nonexistent run_vm bootcrash --no-module --log "$W/bootcrash.log" -- true
+check "a guest kernel that dies before insmod boots once more, then fails (201)" \
+	"status $RC" eval '[ "$RC" = 201 ] && [ -s "$W/bootcrash.log.boot1" ] &&
+		[ "$(grep -c "booting again" "$W/bootcrash.err")" = 1 ]'
+
 # --- watchdog
 run_vm timeout --no-module --pmem "$W/timeout.img:256M" --timeout 12 -- 'sleep 100'
 check "--timeout kills the run (203)" "status $RC after ${ELAPSED}s" \
