@@ -1309,16 +1309,7 @@ int pmidx_alloc_claim_begin(struct pmidx_alloc *a)
 	return a->claimed ? 0 : -ENOMEM;
 }
 
-/**
- * pmidx_alloc_claim - an engine owns the object at @off (clean attach)
- *
- * Outside a clean attach (no claims taken) it accepts everything: the
- * recovery trace's marks do this job there.
- *
- * Context: may run concurrently from parallel recovery workers.
- * Return: 0; -EUCLEAN if @off is not an object start or is claimed twice.
- */
-int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off)
+static int claim_object(struct pmidx_alloc *a, u64 off, bool committed)
 {
 	struct pmidx_chunk *c;
 	u32 slot;
@@ -1326,10 +1317,37 @@ int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off)
 	if (!a->claimed)
 		return 0;
 	c = object_chunk(a, off, &slot);
-	if (!c)
+	/* as in a trace (mark_object()): an engine owns objects of its mode */
+	if (!c || type_committed(c->type) != committed)
 		return -EUCLEAN;
 	return test_and_set_bit((size_t)(c - a->chunks) * PMIDX_SLOTS_MAX + slot,
 				a->claimed) ? -EUCLEAN : 0;
+}
+
+/**
+ * pmidx_alloc_claim - an engine owns the object at @off (clean attach)
+ *
+ * Outside a clean attach (no claims taken) it accepts everything: the
+ * recovery trace's marks do this job there.
+ *
+ * Context: may run concurrently from parallel recovery workers.
+ * Return: 0; -EUCLEAN if @off is not an object start, is a committed-mode
+ * object or is claimed twice.
+ */
+int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off)
+{
+	return claim_object(a, off, false);
+}
+
+/**
+ * pmidx_alloc_claim_committed - pmidx_alloc_claim() for a committed-mode
+ *                               engine: @off must be a committed-mode object
+ *
+ * Context and return: as pmidx_alloc_claim().
+ */
+int pmidx_alloc_claim_committed(struct pmidx_alloc *a, u64 off)
+{
+	return claim_object(a, off, true);
 }
 
 /** pmidx_alloc_claim_end - the clean attach is over: forget the claims */

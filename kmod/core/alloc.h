@@ -231,6 +231,7 @@ int pmidx_alloc_mark_named(struct pmidx_alloc *a, u64 off);
 void pmidx_alloc_trace_end(struct pmidx_alloc *a);
 int pmidx_alloc_claim_begin(struct pmidx_alloc *a);
 int pmidx_alloc_claim(struct pmidx_alloc *a, u64 off);
+int pmidx_alloc_claim_committed(struct pmidx_alloc *a, u64 off);
 void pmidx_alloc_claim_end(struct pmidx_alloc *a);
 void pmidx_alloc_writeback(struct pmidx_alloc *a);
 void pmidx_alloc_format(struct pmidx_pmem *pm, u64 hdr_off, u32 nr_chunks);

@@ -340,7 +340,10 @@ out:
 /*
  * Return a recycled chunk to the free list, or to the allocator. A chunk
  * kept that is not clean has its tail zeroed first (its entries end at
- * @c->used; zero-ahead kept garbage out of reach only until then).
+ * @c->used; zero-ahead kept garbage out of reach only until then). One
+ * in generation 0 (a format 2 chunk) is kept as it is: its next use is
+ * generation 1, which zeroes ahead whatever the clean bit says, and a
+ * clean bit in generation 0 is corrupt to pmidx_wal_open().
  */
 static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 {
@@ -349,7 +352,7 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 	spin_lock(&w->lock);
 	keep = w->nfree < w->max_free;
 	spin_unlock(&w->lock);
-	if (keep && !c->clean) {
+	if (keep && !c->clean && c->gen) {
 		u32 pos, n;
 
 		for (pos = c->used; pos < c->size; pos += n) {

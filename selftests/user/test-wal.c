@@ -427,7 +427,9 @@ static void wal_bad_slots(void)
 
 /*
  * A log of format 2: a chunk in use without a generation, its entries
- * generation 0 and zero-ahead, read as it is; then used on in format 3.
+ * generation 0 and zero-ahead, read as it is; recycled and kept free,
+ * reopened (the fuzz-engines finding ccl-crash-log-gen0-kept-clean); then
+ * used on in format 3.
  */
 static void wal_format2(void)
 {
@@ -455,6 +457,9 @@ static void wal_format2(void)
 	reopen_expect(&f);
 	pmidx_wal_recycle(f.w, 0);
 	f.model.n = 0;
+	/* kept free in generation 0: a clean slot word would be refused */
+	UT_EQ(slot_of(f.w, off), off | PMIDX_WAL_SLOT_FREE);
+	reopen_expect(&f);
 	for (; id < 20; id++)
 		append(f.w, 1, id, &f.model);
 	UT_EQ(cur_chunk(f.w, 1)->off, off);

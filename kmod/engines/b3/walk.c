@@ -442,7 +442,8 @@ int b3_recover(struct b3 *t, const struct pmidx_recover *rc)
 	 * would write one tree. A clean attach claims it (core/alloc.c,
 	 * "Claims"); the top is all this index owns that the attach looks at.
 	 */
-	if (r->top && pmidx_alloc_claim(&t->pool->alloc, le64_to_cpu(r->top))) {
+	if (r->top &&
+	    pmidx_alloc_claim_committed(&t->pool->alloc, le64_to_cpu(r->top))) {
 		pr_err("pmidx: index %s: b3 top named twice (another index's?)\n",
 		       t->idx->name);
 		return -EUCLEAN;

@@ -186,7 +186,7 @@ struct ut_image_ent {
 struct ut_image_hdr {
 	__le64	magic;
 	__le64	count;
-	__le64	blob_bytes;
+	__le64	blob_bytes;	/* informational: an open counts its own */
 	__le64	owner;
 	__le32	crc;
 	__le32	hdr_crc;	/* crc32c of the header up to here */

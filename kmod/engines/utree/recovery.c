@@ -31,10 +31,11 @@
  * pool bounds and their own headers, and keys must rise strictly along
  * the list (which also rules out cycles). A bad image fails with
  * -EUCLEAN. What a trace marks (chunks, tracker table, image, blobs) a
- * clean attach claims where it reads it anyway (core/alloc.c, "Claims"):
- * the chunks, the tracker table and an image of ours always, the blobs
- * only in a list walk. So an object named twice, by this index or
- * another, refuses either attach.
+ * clean attach claims (core/alloc.c, "Claims"): an open from the image
+ * reads no node to build the tree, but then reads each node it names
+ * once, chunk by chunk, for its check word and blobs. So an object named
+ * twice, by this index or another, refuses either attach, and a node
+ * corrupted since the clean close refuses it too.
  */
 #include <linux/bitmap.h>
 #include <linux/crc32.h>
@@ -371,17 +372,20 @@ static int stitch(struct ut_rec *r, const char **why)
 	return 0;
 }
 
-/* Phase C: a node of a proven segment takes its slot, blobs, marks. */
-static int claim_blob(struct ut_rec *r, struct ut_seg *s, u64 off,
-		      bool key, u32 klen)
+/*
+ * A blob a list node names: a trace marks it, a clean attach claims it.
+ * Either refuses a blob named twice, by this index or another. Adds its
+ * allocation to @bytes.
+ */
+static int claim_blob(struct utree *t, bool tracing, u64 off, bool key,
+		      u32 klen, s64 *bytes)
 {
-	struct pmidx_pool *pool = r->t->pool;
+	struct pmidx_pool *pool = t->pool;
 	u32 len;
 
-	if (!blob_peek(r->t, off, &len) || (key && len != klen))
+	if (!blob_peek(t, off, &len) || (key && len != klen))
 		return -EUCLEAN;
-	/* a list node owns its blobs: a clean walk claims what it reads */
-	if (r->tracing) {
+	if (tracing) {
 		if (pmidx_blob_mark(pool, off))
 			return -EUCLEAN;
 	} else if (pmidx_alloc_claim(&pool->alloc, off) ||
@@ -389,16 +393,38 @@ static int claim_blob(struct ut_rec *r, struct ut_seg *s, u64 off,
 				      sizeof(struct pmidx_blob) + len)) {
 		return -EUCLEAN;
 	}
-	s->blob_bytes += pmidx_alloc_size(&pool->alloc, off);
+	*bytes += pmidx_alloc_size(&pool->alloc, off);
 	return 0;
 }
 
+/* The blobs of node @n; @why says which one is bad. */
+static int claim_node_blobs(struct utree *t, bool tracing,
+			    const struct ut_lnode *n, s64 *bytes,
+			    const char **why)
+{
+	u32 meta = le32_to_cpu(n->meta);
+
+	if ((meta & UT_M_KBLOB) &&
+	    claim_blob(t, tracing, le64_to_cpu(n->key), true,
+		       ut_meta_klen(meta), bytes)) {
+		*why = "list node key blob invalid or shared";
+		return -EUCLEAN;
+	}
+	if ((meta & UT_M_VBLOB) &&
+	    claim_blob(t, tracing, le64_to_cpu(n->val), false, 0, bytes)) {
+		*why = "list node value blob invalid or shared";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* Phase C: a node of a proven segment takes its slot, blobs, marks. */
 static int claim_node(struct ut_rec *r, struct ut_seg *s, u64 off)
 {
 	struct utree *t = r->t;
 	struct ut_lnode *n = ut_node(t, off);
-	u32 meta = le32_to_cpu(n->meta), slot;
 	struct ut_chunk *c;
+	u32 slot;
 	u64 w;
 
 	c = ut_chunk_of(t, off, &slot);
@@ -406,16 +432,8 @@ static int claim_node(struct ut_rec *r, struct ut_seg *s, u64 off)
 		s->why = "list node reached twice";
 		return -EUCLEAN;
 	}
-	if ((meta & UT_M_KBLOB) &&
-	    claim_blob(r, s, le64_to_cpu(n->key), true, ut_meta_klen(meta))) {
-		s->why = "list node key blob invalid or shared";
+	if (claim_node_blobs(t, r->tracing, n, &s->blob_bytes, &s->why))
 		return -EUCLEAN;
-	}
-	if ((meta & UT_M_VBLOB) &&
-	    claim_blob(r, s, le64_to_cpu(n->val), false, 0)) {
-		s->why = "list node value blob invalid or shared";
-		return -EUCLEAN;
-	}
 	/* an unfinished removal or update did not commit: clear its traces */
 	w = le64_to_cpu(n->next);
 	if (w & (UT_NEXT_DEL | UT_VER_MASK)) {
@@ -542,8 +560,7 @@ static u64 image_claim(struct utree *t, u64 off, bool tracing)
 }
 
 /* Load the image of a clean close into @b; nothing on pmem is read but it. */
-static int image_load(struct utree *t, u64 off, struct ut_builder *b,
-		      s64 *blob_bytes)
+static int image_load(struct utree *t, u64 off, struct ut_builder *b)
 {
 	struct pmidx_alloc *a = &t->pool->alloc;
 	const struct ut_image_hdr *h = pmidx_ptr(t->pm, off);
@@ -577,8 +594,75 @@ static int image_load(struct utree *t, u64 off, struct ut_builder *b,
 		if (!(i & 4095))
 			cond_resched();
 	}
-	*blob_bytes = le64_to_cpu(h->blob_bytes);
 	return 0;
+}
+
+/*
+ * The nodes an image names, read after it is loaded: each must pass its
+ * check word and claims its blobs, as a list walk's would. Workers take
+ * chunks round robin so each streams through whole chunks.
+ */
+struct ut_image_worker {
+	s64		blob_bytes;
+	const char	*why;
+};
+
+struct ut_image_claims {
+	struct utree		*t;
+	unsigned int		n;
+	struct ut_image_worker	w[];
+};
+
+static int image_nodes_fn(void *arg, unsigned int i)
+{
+	struct ut_image_claims *ic = arg;
+	struct ut_image_worker *w = &ic->w[i];
+	struct utree *t = ic->t;
+	const struct ut_lnode *n;
+	struct ut_chunk *c;
+	unsigned int slot;
+	const u8 *key;
+	u32 id, len;
+
+	for (id = i; id < t->nr_chunks; id += ic->n) {
+		c = ut_chunk_get(t, id);
+		if (!c)
+			continue;
+		for_each_set_bit(slot, c->used, UT_CHUNK_NODES) {
+			n = node_load(t, c->off + UT_CHUNK_HDR +
+					 (u64)slot * UT_NODE_SIZE,
+				      &key, &len, &w->why);
+			if (!n || claim_node_blobs(t, false, n, &w->blob_bytes,
+						   &w->why))
+				return -EUCLEAN;
+		}
+		cond_resched();
+	}
+	return 0;
+}
+
+static int image_claim_nodes(struct utree *t, unsigned int threads,
+			     s64 *blob_bytes, const char **why)
+{
+	struct ut_image_claims *ic;
+	unsigned int i, n;
+	int ret;
+
+	n = clamp_t(unsigned int, t->nr_chunks, 1, max(threads, 1U));
+	ic = kvzalloc(struct_size(ic, w, n), GFP_KERNEL);
+	if (!ic)
+		return -ENOMEM;
+	ic->t = t;
+	ic->n = n;
+	ret = n > 1 ? pmidx_run_parallel(n, image_nodes_fn, ic) :
+		      image_nodes_fn(ic, 0);
+	for (i = 0; i < n; i++) {
+		*blob_bytes += ic->w[i].blob_bytes;
+		if (ic->w[i].why && ret)
+			*why = ic->w[i].why;
+	}
+	kvfree(ic);
+	return ret;
 }
 
 /**
@@ -733,8 +817,13 @@ int ut_recover(struct utree *t, const struct pmidx_recover *rc)
 	}
 	t->old_image = image;
 	if (image && rc->clean) {
-		ret = image_load(t, image, &b, &blob_bytes);
+		ret = image_load(t, image, &b);
 		if (!ret) {
+			/* claims taken: a list walk now would claim twice */
+			ret = image_claim_nodes(t, rc->threads, &blob_bytes,
+						&why);
+			if (ret)
+				goto out;
 			keys = b.count;
 			ret = ut_tree_build(t, &b);
 			if (ret)
@@ -744,7 +833,6 @@ int ut_recover(struct utree *t, const struct pmidx_recover *rc)
 				t->idx->name, ret);
 			ut_build_discard(t, &b);
 			clear_used(t);
-			blob_bytes = 0;
 		}
 	}
 	if (!image || !rc->clean || ret) {
