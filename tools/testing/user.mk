@@ -243,10 +243,12 @@ USER_FE_BIN	:= $(if $(USER_CLANG),$(UB)/fuzz/fuzz-engines) $(UB)/replay/fuzz-eng
 fuzz-engines-seeds: $(UB)/replay/fuzz-engines
 	@$< --make-seeds selftests/user/corpus-engines
 
-# opt-in long run of the engine fuzzer alone (USER_FUZZ_TIME, default 600 s)
+# opt-in long run of the engine fuzzer alone (USER_FUZZ_TIME, default 600 s;
+# a random libFuzzer seed unless USER_FUZZ_SEED names one)
 fuzz-engines-long: $(USER_FE_BIN)
 	@UB=$(UB) USER_FUZZ_TIME=$(if $(filter command line environment,$(origin USER_FUZZ_TIME)),$(USER_FUZZ_TIME),600) \
-		USER_FUZZ_ONLY=engines tools/testing/run-user-suite fuzz
+		USER_FUZZ_SEED=$${USER_FUZZ_SEED:-0} USER_FUZZ_ONLY=engines \
+		tools/testing/run-user-suite fuzz
 
 .PHONY: user-tools user-lib
 user-tools: $(USER_TOOLS)
