@@ -213,6 +213,75 @@ static void lodge_flush_threshold(void)
 	ut_img_free(img, SZ);
 }
 
+/*
+ * A node is full at cap = nidx + nbuf before its put flushes, and a crash
+ * attach must take it back as it was (found by review): recovery wanted
+ * one slot to spare, so a one-leaf node filled to LODGE_CAP_MAX was
+ * refused, and with a spare slot each crash of a full node grew its cap
+ * by one until it got there. Checked: a node of 250 slots holding 249
+ * buffered writes comes back with every key; a default node full at a
+ * crash keeps its cap, and the next put flushes it.
+ */
+static void lodge_full_node_crash(void)
+{
+	void *img = ut_img_alloc(SZ), *crash;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct lparams p = defaults;
+	struct pmidx_index *idx;
+	struct lodge_lin *x;
+	u8 k[8], v[8] = { 7 }, got[8];
+	u32 len;
+	u64 i, n = 0;
+
+	p.slots = LODGE_CAP_MAX;
+	set_params(&p);
+	idx = create(pool, "f");
+	for (; n < LODGE_CAP_MAX - 1; n++)
+		UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	x = ((struct lodge *)idx->priv)->top;
+	UT_EQ(x->nidx + x->nbuf, LODGE_CAP_MAX);
+	UT_EQ(lsum(idx).flushes, 0);
+	crash = ut_img_dup(img, SZ);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	img = crash;
+	pool = ut_pool_open(img, SZ);
+	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
+	idx = pmidx_index_lookup(pool, "f");
+	UT_ASSERT(idx && idx->opened);
+	for (i = 0; i < n; i++) {
+		len = sizeof(got);
+		UT_EQ(idx->ops->get(idx, k, be_key(i, k), got, &len), 0);
+		UT_EQ(len, 8);
+	}
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* a default node full at the crash keeps its cap */
+	set_params(&defaults);
+	img = ut_img_alloc(SZ);
+	pool = ut_pool_new(img, SZ);
+	idx = create(pool, "f");
+	for (n = 0; n < defaults.slots - 1; n++)
+		UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	x = ((struct lodge *)idx->priv)->top;
+	UT_EQ(x->nidx + x->nbuf, defaults.slots);
+	crash = ut_img_dup(img, SZ);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	img = crash;
+	pool = ut_pool_open(img, SZ);
+	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
+	idx = pmidx_index_lookup(pool, "f");
+	x = ((struct lodge *)idx->priv)->top;
+	UT_EQ(x->cap, defaults.slots);
+	UT_EQ(x->nidx + x->nbuf, defaults.slots);
+	UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	UT_EQ(lsum(idx).flushes, 1);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+}
+
 #define NSPLIT	6000
 
 /* node splits: multiple (hot sequential inserts) and capped; then off */
@@ -896,6 +965,7 @@ static void lodge_crash_drain(void)
 
 static const struct ut_test tests[] = {
 	UT_TEST(lodge_flush_threshold),
+	UT_TEST(lodge_full_node_crash),
 	UT_TEST(lodge_splits),
 	UT_TEST(lodge_log_reclaim),
 	UT_TEST(lodge_deletes),

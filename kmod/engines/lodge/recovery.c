@@ -642,7 +642,12 @@ static int pick_worker(void *arg, unsigned int w)
 	return ret;
 }
 
-/* Step 5, serial: which leaves each node gets. */
+/*
+ * Step 5, serial: which leaves each node gets. A node holds at most
+ * LODGE_CAP_MAX leaves and buffered writes together, as at run time: a
+ * put fills a node up to its cap before it flushes, so one leaf may come
+ * back with LODGE_CAP_MAX - 1 winners, and that is not damage.
+ */
 static int group(struct rstate *rs)
 {
 	struct lodge *t = rs->t;
@@ -654,12 +659,12 @@ static int group(struct rstate *rs)
 		return -ENOMEM;
 	for (i = 0; i < rs->nl; i = j) {
 		for (nb = 0, j = i; j < rs->nl && j - i < want; j++) {
-			if (j > i && (j - i) + 1 + nb + rs->lv[j].nbuf + 1 >
+			if (j > i && (j - i) + 1 + nb + rs->lv[j].nbuf >
 				     LODGE_CAP_MAX)
 				break;
 			nb += rs->lv[j].nbuf;
 		}
-		if ((j - i) + nb + 1 > LODGE_CAP_MAX)
+		if ((j - i) + nb > LODGE_CAP_MAX)
 			return bad(rs, "too many buffered writes for one leaf");
 		rs->gfirst[rs->nlin++] = i;
 	}
@@ -678,8 +683,8 @@ static int fill_node(struct rstate *rs, struct rwork *wk, size_t g)
 
 	for (k = i; k < e; k++)
 		nb += rs->lv[k].nbuf;
-	x = lodge_lin_alloc(t, max_t(size_t, t->cap, (e - i) + nb + 1),
-			    GFP_KERNEL);
+	/* no spare slot: a node full at the crash comes back as it was */
+	x = lodge_lin_alloc(t, max_t(size_t, t->cap, (e - i) + nb), GFP_KERNEL);
 	if (!x)
 		return wfail(wk, g, -ENOMEM, NULL);
 	rs->lins[g] = x;
