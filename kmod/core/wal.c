@@ -675,6 +675,16 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 			goto err;
 		}
 	}
+	/*
+	 * This module writes generations and clean bits into a format 2
+	 * directory from now on: say so, so that a module that reads only
+	 * format 2 refuses the log by its version, not slot by slot.
+	 */
+	if (le32_to_cpu(hdr.version) == 2) {
+		WRITE_ONCE(w->dir->version, cpu_to_le32(PMIDX_WAL_VERSION));
+		pmidx_persist(&pool->pm, &w->dir->version,
+			      sizeof(w->dir->version));
+	}
 	*out = w;
 	return 0;
 err:

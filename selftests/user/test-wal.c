@@ -455,6 +455,8 @@ static void wal_format2(void)
 	d->slot[0] = cpu_to_le64(off | PMIDX_WAL_SLOT_SIDE0);
 
 	reopen_expect(&f);
+	/* it writes format 3 from here on, and says so */
+	UT_EQ(le32_to_cpu(d->version), PMIDX_WAL_VERSION);
 	pmidx_wal_recycle(f.w, 0);
 	f.model.n = 0;
 	/* kept free in generation 0: a clean slot word would be refused */
