@@ -222,33 +222,52 @@ static void lodge_flush_threshold(void)
  * buffered writes comes back with every key; a default node full at a
  * crash keeps its cap, and the next put flushes it.
  */
-static void lodge_full_node_crash(void)
+/*
+ * One node of index "f" filled to nidx + nbuf = cap with @slots slots
+ * (@n 8-byte keys, none flushed), then a power cut: @img becomes the
+ * crash image, recovered. Return: the index in the recovered @pool.
+ */
+static struct pmidx_index *full_node_crash(void **img, struct pmidx_pool **pool,
+					   unsigned int slots, u64 *n)
 {
-	void *img = ut_img_alloc(SZ), *crash;
-	struct pmidx_pool *pool = ut_pool_new(img, SZ);
 	struct lparams p = defaults;
 	struct pmidx_index *idx;
 	struct lodge_lin *x;
-	u8 k[8], v[8] = { 7 }, got[8];
-	u32 len;
-	u64 i, n = 0;
+	u8 k[8], v[8] = { 7 };
+	void *crash;
 
-	p.slots = LODGE_CAP_MAX;
+	p.slots = slots;
 	set_params(&p);
-	idx = create(pool, "f");
-	for (; n < LODGE_CAP_MAX - 1; n++)
-		UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	*img = ut_img_alloc(SZ);
+	*pool = ut_pool_new(*img, SZ);
+	idx = create(*pool, "f");
+	for (*n = 0; *n < slots - 1; (*n)++)
+		UT_EQ(idx->ops->put(idx, k, be_key(*n, k), v, 8, 0), 0);
 	x = ((struct lodge *)idx->priv)->top;
-	UT_EQ(x->nidx + x->nbuf, LODGE_CAP_MAX);
+	UT_EQ(x->nidx + x->nbuf, slots);
 	UT_EQ(lsum(idx).flushes, 0);
-	crash = ut_img_dup(img, SZ);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	img = crash;
-	pool = ut_pool_open(img, SZ);
-	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
-	idx = pmidx_index_lookup(pool, "f");
+	crash = ut_img_dup(*img, SZ);
+	pmidx_pool_close(*pool);
+	ut_img_free(*img, SZ);
+	*img = crash;
+	*pool = ut_pool_open(*img, SZ);
+	UT_ASSERT((*pool)->flags & PMIDX_POOL_F_RECOVERED);
+	idx = pmidx_index_lookup(*pool, "f");
 	UT_ASSERT(idx && idx->opened);
+	return idx;
+}
+
+static void lodge_full_node_crash(void)
+{
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	struct lodge_lin *x;
+	u8 k[8], v[8] = { 7 }, got[8];
+	void *img;
+	u64 i, n;
+	u32 len;
+
+	idx = full_node_crash(&img, &pool, LODGE_CAP_MAX, &n);
 	for (i = 0; i < n; i++) {
 		len = sizeof(got);
 		UT_EQ(idx->ops->get(idx, k, be_key(i, k), got, &len), 0);
@@ -258,21 +277,7 @@ static void lodge_full_node_crash(void)
 	ut_img_free(img, SZ);
 
 	/* a default node full at the crash keeps its cap */
-	set_params(&defaults);
-	img = ut_img_alloc(SZ);
-	pool = ut_pool_new(img, SZ);
-	idx = create(pool, "f");
-	for (n = 0; n < defaults.slots - 1; n++)
-		UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
-	x = ((struct lodge *)idx->priv)->top;
-	UT_EQ(x->nidx + x->nbuf, defaults.slots);
-	crash = ut_img_dup(img, SZ);
-	pmidx_pool_close(pool);
-	ut_img_free(img, SZ);
-	img = crash;
-	pool = ut_pool_open(img, SZ);
-	UT_ASSERT(pool->flags & PMIDX_POOL_F_RECOVERED);
-	idx = pmidx_index_lookup(pool, "f");
+	idx = full_node_crash(&img, &pool, defaults.slots, &n);
 	x = ((struct lodge *)idx->priv)->top;
 	UT_EQ(x->cap, defaults.slots);
 	UT_EQ(x->nidx + x->nbuf, defaults.slots);
@@ -280,6 +285,7 @@ static void lodge_full_node_crash(void)
 	UT_EQ(lsum(idx).flushes, 1);
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
+	set_params(&defaults);
 }
 
 #define NSPLIT	6000
