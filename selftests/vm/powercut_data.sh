@@ -23,7 +23,8 @@
 #
 # With PC_URING_BATCH=N the writers send N ops per BATCH command over
 # io_uring, so whole batches are in flight at the cut (acknowledged =
-# CQE seen); their files go to build/vm/powercut-uring.
+# CQE seen); their files go to build/vm/powercut-uring. On another
+# kernel (PMIDX_VM_KERNEL, PMIDX_VM_KVER) the directory's name says which.
 #
 # Prints KTAP lines and a final "N passed, N failed".
 set -u
@@ -34,6 +35,9 @@ PC=build/bin/selftests/powercut_data
 BATCH=${PC_URING_BATCH:-0}
 OUT=build/vm/powercut
 [ "$BATCH" != 0 ] && OUT=build/vm/powercut-uring
+# the 6.12 and debug tiers run beside the Debian-kernel suites
+# (tools/run-suites all): a directory of their own
+OUT=$OUT${PMIDX_VM_KERNEL:+-$PMIDX_VM_KERNEL}${PMIDX_VM_KVER:+-$PMIDX_VM_KVER}
 IMG=$OUT/pmem.img
 DEV=/dev/pmidx0
 ENGINES="utree ccl b3 lodge pfart"
