@@ -6,7 +6,9 @@
  * still be using the per-CPU counts (gets and puts run in a read section,
  * as the kernel's run with preemption off), folds them into the atomic
  * count and drops the initial reference; release runs at zero. Every
- * tryget_live() after kill fails.
+ * tryget_live() after kill fails. The per-CPU add runs with preemption
+ * off, as the kernel's: on a CPU a thread has to itself it is a plain
+ * add (<linux/percpu.h>), not a locked one per get and put.
  */
 #ifndef _SHIM_LINUX_PERCPU_REFCOUNT_H
 #define _SHIM_LINUX_PERCPU_REFCOUNT_H
@@ -14,6 +16,7 @@
 #include <linux/types.h>
 #include <linux/gfp.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/rcupdate.h>
 
 #define PERCPU_REF_BIAS		(1L << 62)
@@ -60,7 +63,9 @@ static inline void percpu_ref_add(struct percpu_ref *ref, long n)
 {
 	rcu_read_lock();
 	if (!__atomic_load_n(&ref->dead, __ATOMIC_ACQUIRE)) {
+		preempt_disable();
 		this_cpu_add(*ref->pcpu, n);
+		preempt_enable();
 		rcu_read_unlock();
 		return;
 	}
@@ -84,7 +89,9 @@ static inline bool percpu_ref_tryget_live(struct percpu_ref *ref)
 {
 	if (__atomic_load_n(&ref->dead, __ATOMIC_ACQUIRE))
 		return false;
+	preempt_disable();
 	this_cpu_add(*ref->pcpu, 1);
+	preempt_enable();
 	return true;
 }
 

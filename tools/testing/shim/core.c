@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 
 #include <linux/types.h>
 #include <linux/bug.h>
@@ -174,10 +176,15 @@ static __thread int preempt_depth;
  * this_cpu_add() may be a plain load and store (<linux/percpu.h>). Such a
  * section takes no lock at all, as preempt_disable() costs a per-CPU
  * increment in the kernel: it sets @alone, then reads @bound; the joiner
- * raises @bound, then reads @alone (a full fence between each pair: one
- * of the two sees the other). A thread that leaves lowers @bound after
- * its last access (release; read with acquire). ThreadSanitizer does not
- * model fences: its build always takes the lock.
+ * raises @bound, then reads @alone, with a full fence between each pair,
+ * so that one of the two sees the other. The fence is asymmetric, as
+ * liburcu's memb flavour's: the section has a compiler barrier only, and
+ * the joiner (rare: more threads than CPUs) runs membarrier(2), a full
+ * fence in every running thread of the process (a thread not running
+ * passed one when it was switched out). Without membarrier both sides
+ * fence. A thread that leaves lowers @bound after its last access
+ * (release; read with acquire). ThreadSanitizer does not model fences:
+ * its build always takes the lock.
  */
 static struct {
 	pthread_mutex_t	lock;		/* held by a shared CPU's sections */
@@ -188,6 +195,26 @@ static struct {
 static __thread bool section_locked;
 static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t cpu_key;
+static bool cpus_membarrier;	/* registered: sections fence lightly */
+
+/* The joiner's side of the fence (struct cpus above). */
+static void cpus_fence_heavy(void)
+{
+	if (!cpus_membarrier ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+#ifndef SHIM_TSAN
+/* A section's side: a full fence only without membarrier. */
+static inline void cpus_fence_light(void)
+{
+	if (cpus_membarrier)
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+#endif
 
 static void cpu_unbind(void *arg)
 {
@@ -209,6 +236,9 @@ static void __attribute__((constructor)) shim_cpus_init(void)
 	for (i = 0; i < SHIM_NR_CPUS_MAX; i++)
 		pthread_mutex_init(&cpus[i].lock, NULL);
 	pthread_key_create(&cpu_key, cpu_unbind);
+	/* before any thread binds: no section has run yet */
+	cpus_membarrier = !syscall(SYS_membarrier,
+				   MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 }
 
 /* Context: cpus_lock held (one hold from the choice of @cpu to here). */
@@ -221,6 +251,7 @@ static void cpu_bind_locked(int cpu)
 	if (cpus[cpu].bound) {
 		pthread_mutex_lock(&cpus[cpu].lock);
 		__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_SEQ_CST);
+		cpus_fence_heavy();
 		while (__atomic_load_n(&cpus[cpu].alone, __ATOMIC_SEQ_CST))
 			sched_yield();
 		pthread_mutex_unlock(&cpus[cpu].lock);
@@ -290,8 +321,9 @@ void shim_preempt_disable(void)
 		section_locked = true;
 #ifndef SHIM_TSAN
 		/* alone on the CPU: no lock (struct cpus above) */
-		__atomic_store_n(&cpus[cpu].alone, true, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&cpus[cpu].bound, __ATOMIC_SEQ_CST) == 1)
+		__atomic_store_n(&cpus[cpu].alone, true, __ATOMIC_RELAXED);
+		cpus_fence_light();
+		if (__atomic_load_n(&cpus[cpu].bound, __ATOMIC_ACQUIRE) == 1)
 			section_locked = false;
 		else
 			__atomic_store_n(&cpus[cpu].alone, false, __ATOMIC_RELEASE);
