@@ -197,12 +197,22 @@ static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t cpu_key;
 static bool cpus_membarrier;	/* registered: sections fence lightly */
 
-/* The joiner's side of the fence (struct cpus above). */
+/*
+ * The joiner's side of the fence (struct cpus above). Once registered,
+ * sections fence lightly, so a failed membarrier (a seccomp filter
+ * installed since, no memory for its CPU mask) cannot be made up for
+ * here: stop, as liburcu does.
+ */
 static void cpus_fence_heavy(void)
 {
-	if (!cpus_membarrier ||
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+	long ret;
+
+	if (!cpus_membarrier) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		return;
+	}
+	ret = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	BUG_ON(ret);
 }
 
 #ifndef SHIM_TSAN
