@@ -8,11 +8,12 @@
  * granular, and poisoned for ASan when free.
  *
  * this_cpu_*() are atomic here (relaxed): two threads may share a CPU.
- * this_cpu_add() and this_cpu_sub() inside a preempt_disable() section
- * of a thread alone on its CPU (shim_cpu_excl, shim/core.c) are a plain
- * load and store, as the kernel's one unlocked instruction: no other
- * thread writes that CPU's copy then, and a locked add per statistic
- * was a full barrier on the userspace build's every operation.
+ * this_cpu_add(), this_cpu_sub() and this_cpu_add_return() inside a
+ * preempt_disable() section of a thread alone on its CPU (shim_cpu_excl,
+ * shim/core.c) are a plain load and store, as the kernel's one unlocked
+ * instruction: no other thread writes that CPU's copy then, and a
+ * locked add per statistic was a full barrier on the userspace build's
+ * every operation.
  */
 #ifndef _SHIM_LINUX_PERCPU_H
 #define _SHIM_LINUX_PERCPU_H
@@ -44,25 +45,30 @@ void free_percpu(void __percpu *ptr);
 
 extern __thread bool shim_cpu_excl;
 
-#define shim_this_cpu_op(pcp, op, atomic_op, val) do {			\
+/* the new value */
+#define shim_this_cpu_op(pcp, op, atomic_op, val) ({			\
 	__typeof__(&(pcp)) __tco_p = raw_cpu_ptr(&(pcp));		\
+	__typeof__(pcp) __tco_v;					\
 									\
-	if (shim_cpu_excl)						\
-		__atomic_store_n(__tco_p, __atomic_load_n(__tco_p,	\
-				 __ATOMIC_RELAXED) op (val),		\
-				 __ATOMIC_RELAXED);			\
-	else								\
-		atomic_op(__tco_p, (val), __ATOMIC_RELAXED);		\
-} while (0)
-#define this_cpu_add(pcp, val)	shim_this_cpu_op(pcp, +, __atomic_fetch_add, val)
-#define this_cpu_sub(pcp, val)	shim_this_cpu_op(pcp, -, __atomic_fetch_sub, val)
+	if (shim_cpu_excl) {						\
+		__tco_v = __atomic_load_n(__tco_p, __ATOMIC_RELAXED) op (val); \
+		__atomic_store_n(__tco_p, __tco_v, __ATOMIC_RELAXED);	\
+	} else {							\
+		__tco_v = atomic_op(__tco_p, (val), __ATOMIC_RELAXED);	\
+	}								\
+	__tco_v;							\
+})
+#define this_cpu_add(pcp, val) \
+	((void)shim_this_cpu_op(pcp, +, __atomic_add_fetch, val))
+#define this_cpu_sub(pcp, val) \
+	((void)shim_this_cpu_op(pcp, -, __atomic_sub_fetch, val))
 #define this_cpu_inc(pcp)	this_cpu_add(pcp, 1)
 #define this_cpu_dec(pcp)	this_cpu_sub(pcp, 1)
 #define this_cpu_read(pcp)	__atomic_load_n(raw_cpu_ptr(&(pcp)), __ATOMIC_RELAXED)
 #define this_cpu_write(pcp, val) \
 	__atomic_store_n(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
 #define this_cpu_add_return(pcp, val) \
-	__atomic_add_fetch(raw_cpu_ptr(&(pcp)), (val), __ATOMIC_RELAXED)
+	shim_this_cpu_op(pcp, +, __atomic_add_fetch, val)
 #define this_cpu_xchg(pcp, nval) \
 	__atomic_exchange_n(raw_cpu_ptr(&(pcp)), (nval), __ATOMIC_ACQ_REL)
 /* the value found: @oval when @nval was stored */

@@ -6,10 +6,10 @@
  * batch per CPU); percpu_counter_sum() adds every CPU's delta.
  *
  * An add runs with preemption off, as the kernel's: on a CPU a thread
- * has to itself (shim_cpu_excl, <linux/percpu.h>) it is plain loads and
- * stores, not a locked add per call. Two threads may share a CPU here,
- * so otherwise the add is atomic and a delta is taken with an atomic
- * exchange under the lock, never read and then cleared.
+ * has to itself it is a plain add (this_cpu_add_return(),
+ * <linux/percpu.h>), not a locked one per call. Two threads may share a
+ * CPU here, so a delta is taken with an atomic exchange under the lock,
+ * never read and then cleared.
  */
 #ifndef _SHIM_LINUX_PERCPU_COUNTER_H
 #define _SHIM_LINUX_PERCPU_COUNTER_H
@@ -44,20 +44,14 @@ static inline void percpu_counter_destroy(struct percpu_counter *fbc)
 static inline void percpu_counter_add_batch(struct percpu_counter *fbc,
 					    s64 amount, s32 batch)
 {
-	s32 *mine;
 	s64 v;
 
 	preempt_disable();
-	mine = this_cpu_ptr(fbc->counters);
-	if (shim_cpu_excl) {
-		v = __atomic_load_n(mine, __ATOMIC_RELAXED) + (s32)amount;
-		__atomic_store_n(mine, v, __ATOMIC_RELAXED);
-	} else {
-		v = __atomic_add_fetch(mine, (s32)amount, __ATOMIC_RELAXED);
-	}
+	v = this_cpu_add_return(*fbc->counters, (s32)amount);
 	if (v >= batch || v <= -batch) {
 		spin_lock(&fbc->lock);
-		v = __atomic_exchange_n(mine, 0, __ATOMIC_RELAXED);
+		v = __atomic_exchange_n(this_cpu_ptr(fbc->counters), 0,
+					__ATOMIC_RELAXED);
 		__atomic_store_n(&fbc->count,
 				 __atomic_load_n(&fbc->count, __ATOMIC_RELAXED) + v,
 				 __ATOMIC_RELAXED);
