@@ -175,6 +175,91 @@ static void engine_kv_roundtrip(void)
 	}
 }
 
+/* ---- keys that share their first bytes ------------------------------------ */
+
+#define SHARED_KEYS	2000
+
+/*
+ * Key @i of a set whose keys all share a 13-byte head, then a number, then
+ * 0-2 zero bytes: a key is a proper prefix of the next one or two, and
+ * ccl's inner nodes, which route by the first 8 bytes, tie on every
+ * separator and must fall back on the fences.
+ */
+static u32 shared_key(u64 i, u8 *k)
+{
+	static const char head[] = "pmidx-shared-";
+	u32 len = sizeof(head) - 1;
+	__be16 n = cpu_to_be16(i / 3);
+
+	memcpy(k, head, len);
+	memcpy(k + len, &n, sizeof(n));
+	len += sizeof(n);
+	memset(k + len, 0, i % 3);
+	return len + i % 3;
+}
+
+/* Every engine: put, get, delete and scan in order over keys that tie. */
+static void engine_shared_prefix(void)
+{
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		struct ekv_counter c = { .sink.emit = ekv_count_emit };
+		struct pmidx_pool *pool;
+		struct pmidx_index *idx;
+		const char *why = NULL;
+		u64 i, j, live, keys;
+		u8 k[32], v[8];
+		u32 kl, vl;
+		void *img;
+
+		if (!ekv_engine_available(e))
+			continue;
+		img = ut_img_alloc(SZ);
+		pool = ut_pool_new(img, SZ);
+		UT_EQ(pmidx_index_create(pool, "tie", e, &idx, &why), 0);
+		/* a stride coprime with the count: every key, in no order */
+		for (i = 0, j = 0; i < SHARED_KEYS; i++, j = (j + 769) % SHARED_KEYS) {
+			kl = shared_key(j, k);
+			UT_EQ(idx->ops->put(idx, k, kl, (u8 *)&j, sizeof(j), 0), 0);
+		}
+		for (i = 0; i < SHARED_KEYS; i += 3) {
+			kl = shared_key(i, k);
+			UT_EQ(idx->ops->del(idx, k, kl), 0);
+		}
+		for (i = 0, live = 0; i < SHARED_KEYS; i++) {
+			int ret;
+
+			kl = shared_key(i, k);
+			vl = sizeof(v);
+			ret = idx->ops->get(idx, k, kl, v, &vl);
+			if (i % 3 == 0) {
+				UT_ASSERT_MSG(ret == -ENOENT, "%s: deleted key %llu: %d",
+					      idx->ops->name,
+					      (unsigned long long)i, ret);
+				continue;
+			}
+			live++;
+			UT_ASSERT_MSG(!ret && vl == sizeof(i) && !memcmp(v, &i, vl),
+				      "%s: key %llu: %d", idx->ops->name,
+				      (unsigned long long)i, ret);
+		}
+		UT_EQ(idx->ops->scan(idx, NULL, 0, false, NULL, 0, &c.sink), 0);
+		UT_EQ(c.n, live);
+		UT_ASSERT_MSG(!c.bad, "%s: scan out of order", idx->ops->name);
+		if (idx->ops->check) {
+			UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why),
+				      "%s: check: %s", idx->ops->name, why);
+			UT_EQ(keys, live);
+		}
+		UT_EQ(pmidx_index_drop(pool, "tie", &why), 0);
+		pmidx_pool_close(pool);
+		ut_img_free(img, SZ);
+		ut_note("engine %s: %u keys sharing 13 bytes through put/delete/get/scan",
+			pmidx_engine_name(e), SHARED_KEYS);
+	}
+}
+
 /* ---- a full pool ----------------------------------------------------------- */
 
 #ifndef __has_feature
@@ -1291,6 +1376,7 @@ static void engine_named_twice(void)
 
 static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
+	UT_TEST(engine_shared_prefix),
 	UT_TEST(engine_full_pool),
 	UT_TEST(engine_scan_churn),
 	UT_TEST(utree_corrupt_clean),

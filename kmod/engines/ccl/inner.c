@@ -111,26 +111,50 @@ static bool ent_le(struct ccl_inode *n, int i, u64 pfx, const u8 *k, u32 klen)
 	return pmidx_key_cmp(f->key, f->len, k, klen) <= 0;
 }
 
-/*
- * The last entry <= the key (0 if none). The prefixes decide without a
- * branch (a conditional move per halving: a branchy search mispredicts
- * half its steps); a tie of prefixes falls back on the fences, walking
- * left from the last tied entry. Torn reads end somewhere in the node:
- * the caller validates.
- */
-static int in_search(struct ccl_inode *n, u64 pfx, const u8 *k, u32 klen)
+/* A tie of prefixes: walk left from the last tied entry by the fences. */
+static noinline int in_tie(struct ccl_inode *n, int base, u64 pfx,
+			   const u8 *k, u32 klen)
 {
-	int cnt = min_t(int, READ_ONCE(n->count), CCL_FANOUT);
-	int base = 0, half;
-
-	while (cnt > 1) {
-		half = cnt / 2;
-		base = READ_ONCE(n->pfx[base + half]) <= pfx ? base + half : base;
-		cnt -= half;
-	}
 	while (base > 0 && READ_ONCE(n->pfx[base]) == pfx &&
 	       !ent_le(n, base, pfx, k, klen))
 		base--;
+	return base;
+}
+
+/* One halving step: @base + @step if that slot (at most @last) is <= the key. */
+static __always_inline int in_step(struct ccl_inode *n, int base, int step,
+				   int last, u64 pfx)
+{
+	int i = min(base + step, last);
+	int le = READ_ONCE(n->pfx[i]) <= pfx;
+
+	/* a mask, not ?: which the compiler turns into a branch */
+	return base + ((i - base) & -le);
+}
+
+/*
+ * The last entry <= the key (0 if none). The prefixes decide without a
+ * branch: five halving steps of a fixed size over the node's 32 slots, a
+ * conditional move each (a branchy search mispredicts half its steps),
+ * a step past the last entry testing the last entry instead. Only a key
+ * that shares its first 8 bytes with a separator needs the fences
+ * (in_tie()). A torn count still keeps every read in the node; torn
+ * reads end somewhere in the node: the caller validates.
+ */
+static __always_inline int in_search(struct ccl_inode *n, u64 pfx,
+				     const u8 *k, u32 klen)
+{
+	int last = clamp_t(int, READ_ONCE(n->count), 1, CCL_FANOUT) - 1;
+	int base = 0;
+
+	BUILD_BUG_ON(CCL_FANOUT != 32);
+	base = in_step(n, base, 16, last, pfx);
+	base = in_step(n, base, 8, last, pfx);
+	base = in_step(n, base, 4, last, pfx);
+	base = in_step(n, base, 2, last, pfx);
+	base = in_step(n, base, 1, last, pfx);
+	if (unlikely(base > 0 && READ_ONCE(n->pfx[base]) == pfx))
+		return in_tie(n, base, pfx, k, klen);
 	return base;
 }
 

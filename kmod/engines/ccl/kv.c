@@ -16,21 +16,27 @@
 #include <linux/errno.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/version.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
 #include "core/blob.h"
 #include "ccl.h"
 
-/* Fingerprint: 7 hash bits, bit 7 set for keys kept out of line. */
+/*
+ * Fingerprint: 7 hash bits, bit 7 set for keys kept out of line. An 8-byte
+ * key is hashed as one little-endian load (the value leaves store, so it
+ * must not change: a byte loop gave the same number, one load at a time).
+ */
 u8 ccl_fp(const u8 *k, u32 len)
 {
-	u64 h = 0;
+	u64 h;
 	u32 i;
 
-	if (len == 8) {
-		for (i = 0; i < 8; i++)
-			h |= (u64)k[i] << (8 * i);
-		h *= 0x9e3779b97f4a7c15ULL;
-		return h >> 57;
-	}
+	if (len == 8)
+		return (get_unaligned_le64(k) * 0x9e3779b97f4a7c15ULL) >> 57;
 	h = 0xcbf29ce484222325ULL ^ len;
 	for (i = 0; i < len; i++) {
 		h ^= k[i];
@@ -46,8 +52,10 @@ u64 ccl_pfx(const u8 *k, u32 len)
 	u64 p = 0;
 	u32 i;
 
-	for (i = 0; i < 8; i++)
-		p = p << 8 | (i < len ? k[i] : 0);
+	if (len >= 8)
+		return get_unaligned_be64(k);
+	for (i = 0; i < len; i++)
+		p |= (u64)k[i] << (56 - 8 * i);
 	return p;
 }
 
