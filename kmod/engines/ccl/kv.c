@@ -27,8 +27,8 @@
 
 /*
  * Fingerprint: 7 hash bits, bit 7 set for keys kept out of line. An 8-byte
- * key is hashed as one little-endian load (the value leaves store, so it
- * must not change: a byte loop gave the same number, one load at a time).
+ * key is hashed as one little-endian load. Leaves store fingerprints, so
+ * the number must stay the one the byte loop before it gave: it does.
  */
 u8 ccl_fp(const u8 *k, u32 len)
 {
