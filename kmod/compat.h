@@ -2,8 +2,9 @@
 /*
  * The few kernel APIs that differ between the targets (Debian's 6.1 LTS
  * and 6.12): block device open/close, where a uring_cmd's SQE is (and a
- * 6.12 io_uring bug around it), dump attributes. Everything else in the
- * module uses interfaces identical in both.
+ * 6.12 io_uring bug around it), dump attributes. The unaligned helpers'
+ * header moved too: core/unaligned.h, light enough for engine code.
+ * Everything else in the module uses interfaces identical in both.
  */
 #ifndef _PMIDX_COMPAT_H
 #define _PMIDX_COMPAT_H

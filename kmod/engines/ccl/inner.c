@@ -135,7 +135,7 @@ static __always_inline int in_step(struct ccl_inode *n, int base, int step,
 /*
  * The last entry <= the key (0 if none). The prefixes decide without a
  * branch: five halving steps of a fixed size over the node's 32 slots, a
- * conditional move each (a branchy search mispredicts half its steps),
+ * masked add each (a branchy search mispredicts half its steps),
  * a step past the last entry testing the last entry instead. Only a key
  * that shares its first 8 bytes with a separator needs the fences
  * (in_tie()). A torn count still keeps every read in the node; torn
