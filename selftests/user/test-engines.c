@@ -592,11 +592,33 @@ static void utree_corrupt_clean(void)
 	UT_EQ(ut_pool_open_err(img, SZ, &why), -EUCLEAN);
 	ut_img_free(img, SZ);
 
-	/* utree-clean-node-odd-version: readers and writers give up */
+	/*
+	 * An odd Version on a clean image: an update whose release was never
+	 * written back (ut_ver_release()). The open clears it, for good.
+	 */
 	img = ut_img_dup(clean, SZ);
 	n = utc_lnode(img, m.node[0]);
 	n->next = cpu_to_le64(le64_to_cpu(n->next) ^ UT_VER_ONE);
 	idx = utc_open(img, &pool);
+	UT_ASSERT(!ut_w_odd(le64_to_cpu(n->next)));
+	UT_ASSERT(!utc_check(idx));
+	v = 0;
+	UT_EQ(kv_get(idx, 0, &v, &ok), 0);
+	UT_ASSERT(ok);
+	UT_EQ(kv_put(idx, 0, 5), 0);
+	pmidx_pool_close(pool);
+	idx = utc_open(img, &pool);
+	v = 5;
+	UT_EQ(kv_get(idx, 0, &v, &ok), 0);
+	UT_ASSERT(ok);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+
+	/* utree-clean-node-odd-version, made while attached: give up */
+	img = ut_img_dup(clean, SZ);
+	idx = utc_open(img, &pool);
+	n = utc_lnode(img, m.node[0]);
+	n->next = cpu_to_le64(le64_to_cpu(n->next) ^ UT_VER_ONE);
 	v = 0;
 	UT_EQ(kv_get(idx, 0, &v, &ok), -EUCLEAN);
 	UT_EQ(kv_put(idx, 0, 5), -EUCLEAN);

@@ -29,7 +29,8 @@
  * after a node being removed (Harris' marking, the paper's Put-Delete
  * rule). A reachable node is live whatever its D bit or Version says:
  * a removal commits only when the predecessor's next word changes, and
- * an odd Version only fences readers; recovery clears both.
+ * an odd Version only fences readers; every open clears both (an odd
+ * Version may outlive a clean detach: list.c, ut_ver_release()).
  *
  * Node chunks (64 KiB allocator objects) hold a 64-byte header and 2046
  * nodes. They form a persistent singly linked list from the root, newest

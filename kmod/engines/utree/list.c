@@ -170,18 +170,20 @@ void ut_unmark(struct utree *t, struct ut_lnode *n)
  * Version, but a successor may be linked behind it).
  *
  * The update was durable before (value persisted under the odd Version),
- * yet the even one is written back too, unfenced (a later persist or the
- * close orders it): an open from the clean-close image reads no node, so
- * an odd Version left on the media would stall every writer of the key.
+ * so the even one is not written back: Release is an atomic add, no
+ * persist (paper, Algorithm 1). A line the caches never write back
+ * leaves the odd Version on the media, next to the durable value; every
+ * open clears it before any writer can stall on it: the list walk
+ * (claim_node()) and the clean open's pass over the nodes
+ * (image_nodes_fn()). The write-back cost a fifth of an update.
  */
-void ut_ver_release(struct utree *t, struct ut_lnode *n)
+void ut_ver_release(struct ut_lnode *n)
 {
 	u64 w;
 
 	do {
 		w = ut_ld(&n->next);
 	} while (!ut_cas(&n->next, w, ut_w_bump(w)));
-	pmidx_flush(t->pm, &n->next, sizeof(n->next));
 }
 
 /**

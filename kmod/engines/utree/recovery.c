@@ -33,7 +33,8 @@
  * -EUCLEAN. What a trace marks (chunks, tracker table, image, blobs) a
  * clean attach claims (core/alloc.c, "Claims"): an open from the image
  * reads no node to build the tree, but then reads each node it names
- * once, chunk by chunk, for its check word and blobs. So an object named
+ * once, chunk by chunk, for its check word and blobs (and clears an odd
+ * Version an update left on the media). So an object named
  * twice, by this index or another, refuses either attach, and a node
  * corrupted since the clean close refuses it too.
  */
@@ -418,6 +419,25 @@ static int claim_node_blobs(struct utree *t, bool tracing,
 	return 0;
 }
 
+/*
+ * Clear the @bits (UT_NEXT_DEL, UT_VER_MASK) left on a live node read at
+ * open: after a crash, the traces of a removal that did not commit or of
+ * an update; after a clean detach, only a Version whose release was never
+ * written back (list.c, ut_ver_release()) - a Deleted bit there is
+ * corruption, left for readers and CHECK to report. Either would stall
+ * every writer of the key. Written back unfenced: an open that finds it
+ * again clears it again.
+ */
+static void clear_traces(struct utree *t, struct ut_lnode *n, u64 bits)
+{
+	u64 w = le64_to_cpu(READ_ONCE(n->next));
+
+	if (w & bits) {
+		WRITE_ONCE(n->next, cpu_to_le64(w & ~bits));
+		pmidx_flush(t->pm, &n->next, sizeof(n->next));
+	}
+}
+
 /* Phase C: a node of a proven segment takes its slot, blobs, marks. */
 static int claim_node(struct ut_rec *r, struct ut_seg *s, u64 off)
 {
@@ -425,7 +445,6 @@ static int claim_node(struct ut_rec *r, struct ut_seg *s, u64 off)
 	struct ut_lnode *n = ut_node(t, off);
 	struct ut_chunk *c;
 	u32 slot;
-	u64 w;
 
 	c = ut_chunk_of(t, off, &slot);
 	if (!c || test_and_set_bit(slot, c->used)) {
@@ -434,12 +453,7 @@ static int claim_node(struct ut_rec *r, struct ut_seg *s, u64 off)
 	}
 	if (claim_node_blobs(t, r->tracing, n, &s->blob_bytes, &s->why))
 		return -EUCLEAN;
-	/* an unfinished removal or update did not commit: clear its traces */
-	w = le64_to_cpu(n->next);
-	if (w & (UT_NEXT_DEL | UT_VER_MASK)) {
-		WRITE_ONCE(n->next, cpu_to_le64(ut_w_ptr(w)));
-		pmidx_flush(t->pm, &n->next, sizeof(n->next));
-	}
+	clear_traces(t, n, UT_NEXT_DEL | UT_VER_MASK);
 	return 0;
 }
 
@@ -599,7 +613,8 @@ static int image_load(struct utree *t, u64 off, struct ut_builder *b)
 
 /*
  * The nodes an image names, read after it is loaded: each must pass its
- * check word and claims its blobs, as a list walk's would. Workers take
+ * check word and claims its blobs, as a list walk's would, and loses a
+ * Version an update left (clear_traces()). Workers take
  * chunks round robin so each streams through whole chunks.
  */
 struct ut_image_worker {
@@ -618,7 +633,7 @@ static int image_nodes_fn(void *arg, unsigned int i)
 	struct ut_image_claims *ic = arg;
 	struct ut_image_worker *w = &ic->w[i];
 	struct utree *t = ic->t;
-	const struct ut_lnode *n;
+	struct ut_lnode *n;
 	struct ut_chunk *c;
 	unsigned int slot;
 	const u8 *key;
@@ -635,6 +650,7 @@ static int image_nodes_fn(void *arg, unsigned int i)
 			if (!n || claim_node_blobs(t, false, n, &w->blob_bytes,
 						   &w->why))
 				return -EUCLEAN;
+			clear_traces(t, n, UT_VER_MASK);
 		}
 		cond_resched();
 	}

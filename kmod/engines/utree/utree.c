@@ -216,7 +216,7 @@ static int put_inplace(struct utree *t, struct ut_lnode *c, u64 w,
 	old = c->val;
 	smp_store_release(&c->val, p->vword);	/* after the new blob's bytes */
 	pmidx_persist(t->pm, c, sizeof(*c));
-	ut_ver_release(t, c);
+	ut_ver_release(c);
 	if (meta & UT_M_VBLOB)
 		p->old_blob = le64_to_cpu(old);
 	p->vblob = 0;
