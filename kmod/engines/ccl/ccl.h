@@ -93,6 +93,22 @@ struct ccl_ent {
 };
 
 /*
+ * Does batch entry @e update its live leaf slot in place (leaf.c,
+ * "Updates in place")? A put of an inline key and an inline value over an
+ * inline value: only the slot's value word changes, and no blob is
+ * involved. An indirect key takes a new slot, as the buffer node keeps
+ * the batch's key blob as a read cache and the leaf must then name that
+ * blob, not the slot's older one; so does a blob value, which a crash
+ * before the commit would leave named both by the slot and by its own
+ * log entry, newer than the leaf (recovery refuses a shared blob).
+ */
+static inline bool ccl_ent_in_place(const struct ccl_ent *e)
+{
+	return e->lslot >= 0 &&
+	       !((e->flags | e->oflags) & (CCL_F_TOMB | CCL_F_KIND | CCL_F_VIND));
+}
+
+/*
  * Recovered KVs that did not fit the slots (see recovery.c): distinct
  * keys in ascending key order (scans merge them as they are), immutable
  * once published; a node with an overflow has no unflushed slots.

@@ -2,9 +2,9 @@
 /*
  * PM leaves: lookup and batch flush (paper sections 4.1 and 4.2).
  *
- * A batch flush writes the batch's KVs into free slots of the leaf (never
- * over a live slot: an update takes a new slot and frees the old one in
- * the same commit), writes back the data lines it touched and fences,
+ * A batch flush writes the batch's KVs into free slots of the leaf, or
+ * for an update of an inline key over its live slot's value word (below),
+ * writes back the data lines it touched and fences,
  * then stores the fingerprints, the value-indirection word, the meta word
  * (bitmap + next) and finally the timestamp, all in line 0, and persists
  * line 0. The meta word is the commit: until it is durable the new slots
@@ -18,8 +18,21 @@
  * hide the batch's log entries from replay. So a batch costs two fences
  * and at most four line flushes, all inside the leaf's XPLine.
  *
- * Context: the caller holds the leaf's buffer node lock, inside an epoch
- * section.
+ * Updates in place (ccl_ent_in_place(); the paper's leaf insertion
+ * writes an existing key's value over its slot too): one aligned 8-byte
+ * store of the value word, before the commit, so a crash may keep it
+ * without the commit. Nothing is lost or invented by that: the slot's
+ * key, fingerprint and kind do not change, and it holds either the
+ * committed value or the batch's, the key's newest version, written by a
+ * put in flight (the trigger) or by an acknowledged put still in the log
+ * with a timestamp above the leaf's, which replay applies over whatever
+ * the slot holds. Both values are inline: no blob changes hands.
+ * An update that took a new slot instead kept a full leaf's old and new
+ * versions side by side, and split it: a fifth of a random update
+ * phase's flushes did.
+ *
+ * Context: the caller holds the leaf's buffer node lock (lookups retry),
+ * inside an epoch section.
  */
 #include <linux/bitops.h>
 #include <linux/slab.h>
@@ -124,6 +137,7 @@ void ccl_leaf_publish(struct ccl_tree *t, struct ccl_leaf *l, unsigned int lines
 
 /**
  * ccl_leaf_commit - apply a resolved batch that fits in the free slots
+ *                   (updates in place need none)
  * @bitmap: the leaf's live slots now (as committed on media)
  * @ts:     the batch's timestamp: newer than every KV in it
  */
@@ -136,6 +150,11 @@ void ccl_leaf_commit(struct ccl_tree *t, struct ccl_leaf *l, u32 bitmap,
 	unsigned int i, s, lines = 0;
 
 	for (i = 0; i < n; i++) {
+		if (ccl_ent_in_place(&e[i])) {
+			WRITE_ONCE(l->slot[e[i].lslot].val, (__force __le64)e[i].val);
+			lines |= BIT(ccl_slot_line(e[i].lslot));
+			continue;
+		}
 		if (e[i].lslot >= 0)
 			newbm &= ~BIT(e[i].lslot);
 		if (e[i].flags & CCL_F_TOMB)
@@ -254,7 +273,7 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 		return 0;
 	ccl_leaf_resolve(t, l, bitmap, e, n);
 	for (i = 0; i < n; i++)
-		need += !(e[i].flags & CCL_F_TOMB);
+		need += !(e[i].flags & CCL_F_TOMB) && !ccl_ent_in_place(&e[i]);
 	/* the trigger's change to the key count (buffered KVs made theirs) */
 	for (i = n - nextra; i < n; i++)
 		keys += e[i].flags & CCL_F_TOMB ? -1 : e[i].lslot < 0;

@@ -25,9 +25,9 @@
  * old leaf's. The trigger KV is acknowledged only after 5.
  *
  * Choosing the cut: the old leaf must hold its remaining slots plus the
- * new slots of the lower batch (updates take a new slot before the old
- * one is freed), each new leaf at most 14 KVs; among the valid cuts the
- * most balanced one is taken.
+ * new slots of the lower batch (an update not made in place takes a new
+ * slot before the old one is freed: leaf.c), each new leaf at most 14
+ * KVs; among the valid cuts the most balanced one is taken.
  */
 #include <linux/bitops.h>
 #include <linux/slab.h>
@@ -275,7 +275,9 @@ int ccl_split(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 
 		it[s++] = (struct sitem){ .key = e[i].key, .ent = i,
 			.lslot = e[i].lslot, .kind = e[i].flags & CCL_F_KIND,
-			.cost = (e[i].lslot >= 0) + !tomb, .final = !tomb };
+			.cost = ccl_ent_in_place(&e[i]) ? 1 :
+				(e[i].lslot >= 0) + !tomb,
+			.final = !tomb };
 		if (e[i].lslot >= 0)
 			used |= BIT(e[i].lslot);
 	}
