@@ -77,6 +77,25 @@ static inline void pmidx_flush(struct pmidx_pmem *pm, const void *addr,
 	arch_wb_cache_pmem((void *)start, end - start);
 }
 
+/**
+ * pmidx_lose_ok - the bytes of [@addr, @addr+@len) as they are now need
+ *                 not reach the media
+ *
+ * For a store made for other CPUs' sake that no crash or clean detach
+ * needs durable, because every open repairs it (a lock word in a pmem
+ * object: uTree's Version and Deleted bits). It writes nothing back and
+ * the kernel has nothing to do; the userspace crash simulator stops
+ * counting the line as written but never made durable while those bytes
+ * stay as they are and the rest of the line is durable.
+ */
+static inline void pmidx_lose_ok(struct pmidx_pmem *pm, const void *addr,
+				 size_t len)
+{
+#ifdef SHIM_PMEM_EXPENDABLE
+	shim_pmem_expendable(addr, len);
+#endif
+}
+
 /** pmidx_fence - order (and under ADR, complete) all earlier flushes */
 static inline void pmidx_fence(struct pmidx_pmem *pm)
 {

@@ -477,6 +477,11 @@ static void engine_crash_kv(void)
 		if (res.failures)
 			ut_fail(__FILE__, __LINE__, false, "%s: %llu failing crash images",
 				wl.name, (unsigned long long)res.failures);
+		/* a clean detach leaves only what pmidx_lose_ok() declared */
+		if (res.unflushed_at_end)
+			ut_fail(__FILE__, __LINE__, false,
+				"%s: %llu lines written but never made durable",
+				wl.name, (unsigned long long)res.unflushed_at_end);
 	}
 }
 

@@ -59,6 +59,17 @@ struct cs_log {
 	u8		*rec;
 };
 
+/*
+ * Bytes the engine said need not reach the media (pmidx_lose_ok()), as
+ * they were then: a line differing from the media only there, and there
+ * still as they were, does not count as written but never made durable.
+ */
+struct cs_exp {
+	u64		line;
+	u64		mask;		/* bit i: byte i of the line */
+	u8		bytes[LINE];
+};
+
 /* a line that may arrive differently in the images of a prefix point */
 struct cs_cand {
 	u64		line;
@@ -86,6 +97,9 @@ struct crashsim {
 	u32				npend, pend_cap;
 	u64				*dirty;		/* dirty lines at a point */
 	u64				ndirty, dirty_cap;
+	u32				*exp_slot;	/* line -> exps index + 1 */
+	struct cs_exp			*exps;
+	u32				nexps, exps_cap;
 
 	bool				prefix;		/* the prefix model */
 	bool				estore;		/* eADR, a point per store */
@@ -1004,6 +1018,72 @@ static void pend_commit(struct crashsim *cs)
 	cs->npend = kept;
 }
 
+static void cs_expendable(void *priv, const void *addr, size_t len)
+{
+	struct crashsim *cs = priv;
+	uintptr_t a = (uintptr_t)addr, w = (uintptr_t)cs->work;
+	u64 off, end, line;
+	struct cs_exp *x;
+	u32 slot;
+
+	store_trace_sync();	/* the stores before the hint */
+	if (!len || a < w || a >= w + cs->size || cs_ignored(cs))
+		return;
+	end = min_t(u64, a + len, w + cs->size) - w;
+	pthread_mutex_lock(&cs->lock);
+	for (off = a - w; off < end; off++) {
+		line = off >> LINE_SHIFT;
+		slot = cs->exp_slot[line];
+		if (!slot) {
+			if (cs->nexps == cs->exps_cap) {
+				cs->exps_cap = cs->exps_cap ? 2 * cs->exps_cap : 256;
+				cs->exps = realloc(cs->exps,
+						   cs->exps_cap * sizeof(*cs->exps));
+				BUG_ON(!cs->exps);
+			}
+			slot = ++cs->nexps;
+			cs->exp_slot[line] = slot;
+			cs->exps[slot - 1] = (struct cs_exp){ .line = line };
+		}
+		x = &cs->exps[slot - 1];
+		x->mask |= 1ULL << (off & (LINE - 1));
+		work_read(cs, &x->bytes[off & (LINE - 1)], off, 1);
+	}
+	pthread_mutex_unlock(&cs->lock);
+}
+
+/*
+ * Dirty line @line differs from the media only in expendable bytes that
+ * still hold what they held when last declared so.
+ */
+static bool line_expended(struct crashsim *cs, u64 line)
+{
+	const u8 *media = cs->media + (line << LINE_SHIFT);
+	u32 slot = cs->exp_slot[line];
+	const struct cs_exp *x;
+	u8 cur[LINE];
+	unsigned int i;
+
+	if (!slot)
+		return false;
+	x = &cs->exps[slot - 1];
+	work_read(cs, cur, line << LINE_SHIFT, LINE);
+	for (i = 0; i < LINE; i++)
+		if (cur[i] != media[i] &&
+		    (!(x->mask & (1ULL << i)) || cur[i] != x->bytes[i]))
+			return false;
+	return true;
+}
+
+static u64 count_unflushed(struct crashsim *cs)
+{
+	u64 i, n = 0;
+
+	for (i = 0; i < cs->ndirty; i++)
+		n += !line_expended(cs, cs->dirty[i]);
+	return n;
+}
+
 static void cs_flush(void *priv, const void *addr, size_t len)
 {
 	struct crashsim *cs = priv;
@@ -1081,6 +1161,8 @@ static void reset_images(struct crashsim *cs)
 	memset(cs->media, 0, cs->size);
 	memset(cs->pend_slot, 0, cs->nlines * sizeof(*cs->pend_slot));
 	cs->npend = 0;
+	memset(cs->exp_slot, 0, cs->nlines * sizeof(*cs->exp_slot));
+	cs->nexps = 0;
 	if (cs->prefix)
 		log_reset(cs);
 	if (cs->untraced)
@@ -1193,7 +1275,8 @@ static unsigned int prefix_images(const struct crashsim_config *cfg)
 static int run_pass(struct crashsim *cs)
 {
 	struct shim_pmem_ops ops = {
-		.flush = cs_flush, .fence = cs_fence, .priv = cs,
+		.flush = cs_flush, .fence = cs_fence,
+		.expendable = cs_expendable, .priv = cs,
 	};
 	const struct shim_pmem_ops *prev;
 	int ret;
@@ -1297,7 +1380,8 @@ int crashsim_run(const struct crashsim_config *cfg,
 	cs->work = map_zero(cs->size);
 	cs->media_fd = map_media(cs);
 	cs->pend_slot = calloc(cs->nlines, sizeof(*cs->pend_slot));
-	if (!cs->work || cs->media_fd < 0 || !cs->pend_slot)
+	cs->exp_slot = calloc(cs->nlines, sizeof(*cs->exp_slot));
+	if (!cs->work || cs->media_fd < 0 || !cs->pend_slot || !cs->exp_slot)
 		goto out;
 	if (cs->prefix || cs->estore) {
 		cs->log_slot = calloc(cs->nlines, sizeof(*cs->log_slot));
@@ -1345,7 +1429,7 @@ int crashsim_run(const struct crashsim_config *cfg,
 		crash_point(cs, true);
 	collect_dirty(cs);
 	/* eADR: nothing is unflushed (what differs is untraced, counted apart) */
-	res->unflushed_at_end = cs->cfg.eadr ? 0 : cs->ndirty;
+	res->unflushed_at_end = cs->cfg.eadr ? 0 : count_unflushed(cs);
 	signal(SIGABRT, old_abrt);
 	cs_active = NULL;
 	ret = 0;
@@ -1356,6 +1440,8 @@ out:
 	free(cs->points);
 	free(cs->pend);
 	free(cs->pend_slot);
+	free(cs->exp_slot);
+	free(cs->exps);
 	free(cs->dirty);
 	if (cs->log_slot)
 		log_reset(cs);

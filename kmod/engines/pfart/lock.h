@@ -3,8 +3,9 @@
  * Version locks in the node headers (§3.1: "Lock" and "Generation").
  *
  * The @lock word of every node is generation | version | obsolete |
- * locked (format.h). It lives in pmem and is never flushed: under ADR it
- * may reach the media or not, under eADR it always does. Either way its
+ * locked (format.h). It lives in pmem and is never flushed (declared so
+ * to the crash simulator: pmidx_lose_ok()): under ADR it may reach the
+ * media or not, under eADR it always does. Either way its
  * bits mean something only under the generation that wrote them: pfart.gen
  * is above every generation found in the pool at attach (recovery.c), so
  * a word of an earlier open (left locked by a crash) reads as unlocked and
@@ -24,6 +25,7 @@
 
 #include <linux/atomic.h>
 #include <linux/processor.h>
+#include "core/pmem.h"
 #include "pfart.h"
 
 static inline u64 pfart_lk_raw(const __le64 *lk)
@@ -103,6 +105,7 @@ static inline void pfart_unlock(const struct pfart *t, __le64 *lk)
 	/* release: the node's stores happen before the version moves */
 	smp_store_release(lk, cpu_to_le64((w & ~(PFART_LK_VER_MASK |
 						 PFART_LK_LOCKED)) | ver));
+	pmidx_lose_ok(t->pm, lk, sizeof(*lk));
 }
 
 /* a locked node an SMO replaced: locked for good, readers restart */
@@ -113,6 +116,7 @@ static inline void pfart_obsolete(const struct pfart *t, __le64 *lk)
 	/* release: the commit store happens before readers see this */
 	smp_store_release(lk, cpu_to_le64(w | PFART_LK_OBSOLETE |
 					  PFART_LK_LOCKED));
+	pmidx_lose_ok(t->pm, lk, sizeof(*lk));
 }
 
 static inline __le64 *pfart_lk(void *node)

@@ -153,7 +153,11 @@ bool ut_link(__le64 *w, u64 expect, u64 ptr)
 	}
 }
 
-/* Clear the Deleted bit of a node whose removal lost its race. */
+/*
+ * Clear the Deleted bit of a node whose removal lost its race, and write
+ * it back: the mark was not (utree.c, Delete), but an eviction may have
+ * taken it to the media, where a clean open would take it for corruption.
+ */
 void ut_unmark(struct utree *t, struct ut_lnode *n)
 {
 	u64 w;
@@ -177,13 +181,14 @@ void ut_unmark(struct utree *t, struct ut_lnode *n)
  * (claim_node()) and the clean open's pass over the nodes
  * (image_nodes_fn()). The write-back cost a fifth of an update.
  */
-void ut_ver_release(struct ut_lnode *n)
+void ut_ver_release(struct utree *t, struct ut_lnode *n)
 {
 	u64 w;
 
 	do {
 		w = ut_ld(&n->next);
 	} while (!ut_cas(&n->next, w, ut_w_bump(w)));
+	pmidx_lose_ok(t->pm, &n->next, sizeof(n->next));
 }
 
 /**

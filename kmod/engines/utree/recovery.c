@@ -425,8 +425,9 @@ static int claim_node_blobs(struct utree *t, bool tracing,
  * an update; after a clean detach, only a Version whose release was never
  * written back (list.c, ut_ver_release()) - a Deleted bit there is
  * corruption, left for readers and CHECK to report. Either would stall
- * every writer of the key. Written back unfenced: an open that finds it
- * again clears it again.
+ * every writer of the key. The worker fences its clears at its end: a
+ * mark cleared only in the caches would be back after the next clean
+ * detach, where the clean open takes it for corruption.
  */
 static void clear_traces(struct utree *t, struct ut_lnode *n, u64 bits)
 {
@@ -654,6 +655,8 @@ static int image_nodes_fn(void *arg, unsigned int i)
 		}
 		cond_resched();
 	}
+	/* this worker's clears durable before the index is used */
+	pmidx_fence(t->pm);
 	return 0;
 }
 

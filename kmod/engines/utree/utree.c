@@ -16,7 +16,18 @@
  *      to it, repoint the tree entry, retire the old node.
  *   Any CAS failure or layer disagreement restarts from the tree.
  * Delete (Algorithm 3): mark, swing the predecessor past the node,
- * persist, drop the tree entry, retire the node and its blobs.
+ * persist, drop the tree entry, retire the node and its blobs. The mark
+ * is not written back (nor in step 4 of a put): it only fences other
+ * writers, and the media never needs it: once the predecessor's new word
+ * is durable the node is unreachable, and before that only a power cut
+ * ends the removal, after which the list walk clears the marks it finds
+ * (recovery.c, clear_traces()). A removal that loses its
+ * race clears the mark and writes that back (ut_unmark()): the mark may
+ * have reached the media by an eviction, and a clean open takes a mark
+ * on a live node for corruption. One flush per delete, as the paper's.
+ * Marks and releases left unwritten are declared so (pmidx_lose_ok()):
+ * the crash simulator counts every other line a clean detach leaves
+ * unwritten as a missing flush.
  * Get (Algorithm 2): tree lookup, then the value under the node's
  * embedded Version; a node marked Deleted sends the reader back to the
  * tree (a removal or replacement in flight) rather than reporting it
@@ -216,7 +227,7 @@ static int put_inplace(struct utree *t, struct ut_lnode *c, u64 w,
 	old = c->val;
 	smp_store_release(&c->val, p->vword);	/* after the new blob's bytes */
 	pmidx_persist(t->pm, c, sizeof(*c));
-	ut_ver_release(c);
+	ut_ver_release(t, c);
 	if (meta & UT_M_VBLOB)
 		p->old_blob = le64_to_cpu(old);
 	p->vblob = 0;
@@ -236,7 +247,7 @@ static int put_replace(struct utree *t, const struct ut_skey *k, u64 pred,
 		p->retry.changed = true;
 		return -EAGAIN;
 	}
-	pmidx_flush(t->pm, &c->next, sizeof(c->next));
+	pmidx_lose_ok(t->pm, &c->next, sizeof(c->next));	/* see Delete */
 	if (!p->node)
 		p->node = ut_node_alloc(t);
 	if (!p->node) {
@@ -402,7 +413,7 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 			ut_retry_note(&r, cur, w);
 			goto retry;
 		}
-		pmidx_flush(t->pm, &c->next, sizeof(c->next));
+		pmidx_lose_ok(t->pm, &c->next, sizeof(c->next));
 		pw = ut_nextw(t, pred);
 		pwv = ut_ld(pw);
 		if (ut_w_del(pwv) || ut_w_ptr(pwv) != cur ||

@@ -332,7 +332,7 @@ void ut_node_init(struct utree *t, u64 off, __le64 key, __le64 val,
 		  u32 meta, u64 next);
 bool ut_link(__le64 *w, u64 expect, u64 ptr);
 void ut_unmark(struct utree *t, struct ut_lnode *n);
-void ut_ver_release(struct ut_lnode *n);
+void ut_ver_release(struct utree *t, struct ut_lnode *n);
 int ut_read_val(const struct utree *t, struct ut_lnode *n, struct ut_val *v,
 		bool live, u64 *w);
 int ut_val_copy(const struct utree *t, const struct ut_val *v, void *dst,

@@ -13,4 +13,8 @@
 void arch_wb_cache_pmem(void *addr, size_t size);
 void arch_invalidate_pmem(void *addr, size_t size);
 
+/* Not a kernel interface: kmod/core/pmem.h's pmidx_lose_ok() calls it here */
+#define SHIM_PMEM_EXPENDABLE
+void shim_pmem_expendable(const void *addr, size_t size);
+
 #endif

@@ -34,6 +34,9 @@ struct shim_pmem_ops {
 	/* a fence: @persist for sfence-class fences that complete flushes,
 	 * false for smp_wmb() (store ordering only; eADR's fence) */
 	void (*fence)(void *priv, bool persist);
+	/* optional: the bytes of [addr, addr + len) as they are now need not
+	 * reach the media (pmidx_lose_ok(), kmod/core/pmem.h) */
+	void (*expendable)(void *priv, const void *addr, size_t len);
 	void *priv;
 };
 

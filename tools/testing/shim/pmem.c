@@ -212,6 +212,14 @@ void arch_wb_cache_pmem(void *addr, size_t size)
 	ops->flush(ops->priv, addr, size);
 }
 
+void shim_pmem_expendable(const void *addr, size_t size)
+{
+	const struct shim_pmem_ops *ops = ops_get();
+
+	if (ops->expendable)
+		ops->expendable(ops->priv, addr, size);
+}
+
 void arch_invalidate_pmem(void *addr, size_t size)
 {
 	shim_pmem_hw_flush(addr, size);
