@@ -41,13 +41,24 @@ static inline const char *dev(void)
 	return big_dev;
 }
 
+/*
+ * Detach every pool. -EBUSY is waited out (10 s at most): io_uring tears a
+ * ring down in a worker after close() returns, so the previous test's
+ * ring may still hold the pool open for a moment (a 6.12 guest once
+ * failed the next test's format so).
+ */
 static inline void detach_all(struct nl *nl)
 {
 	struct pool_info p;
+	int i, ret;
 
-	while (!pm_stats(nl, NULL, &p) && p.id >= 0)
-		if (pm_detach(nl, p.name))
+	for (i = 0; i < 200 && !pm_stats(nl, NULL, &p) && p.id >= 0; i++) {
+		ret = pm_detach(nl, p.name);
+		if (ret == -EBUSY)
+			usleep(50000);
+		else if (ret)
 			break;
+	}
 }
 
 /* A page that is not mapped and one that is read-only. */

@@ -325,17 +325,6 @@ FIXTURE(races) {
 	bool			dentry_loaded;
 };
 
-/* Detach every pool, waiting out pins that go away by themselves. */
-static void detach_all_eventually(struct nl *nl)
-{
-	struct pool_info p;
-	int i;
-
-	for (i = 0; i < 200 && !pm_stats(nl, NULL, &p) && p.id >= 0; i++)
-		if (pm_detach(nl, p.name) == -EBUSY)
-			usleep(50000);
-}
-
 static void attached(FIXTURE_DATA(races) *self)
 {
 	snprintf(self->devpath, sizeof(self->devpath), "/dev/%s", self->p.name);
@@ -348,7 +337,7 @@ FIXTURE_SETUP(races)
 
 	self->secs = race_secs();
 	ASSERT_EQ(0, nl_open(&self->nl));
-	detach_all_eventually(&self->nl);
+	detach_all(&self->nl);
 	ASSERT_EQ(0, pm_format(&self->nl, dev(), 1)) TH_LOG("%s", self->nl.msg);
 	ASSERT_EQ(0, pm_attach(&self->nl, dev(), &self->p)) TH_LOG("%s", self->nl.msg);
 	attached(self);
@@ -388,7 +377,7 @@ FIXTURE_TEARDOWN(races)
 			close(self->hold);
 		syscall(SYS_delete_module, DENTRY_MOD, O_NONBLOCK);
 	}
-	detach_all_eventually(&self->nl);
+	detach_all(&self->nl);
 	nl_close(&self->nl);
 }
 
