@@ -64,7 +64,7 @@ static long pmidx_chardev_ioctl(struct file *file, unsigned int op,
 {
 	struct pmidx_pool_dev *d = file->private_data;
 	struct pmidx_cmd __user *ucmd = (void __user *)arg;
-	struct pmidx_cmd cmd;
+	struct pmidx_cmd cmd __uninitialized;	/* all 80 bytes copied in */
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct pmidx_cmd) != 80);

@@ -72,7 +72,7 @@ int pmidx_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct pmidx_pool_dev *d = ioucmd->file->private_data;
 	unsigned int flags = pmidx_file_dispatch_flags(ioucmd->file);
-	struct pmidx_cmd cmd;
+	struct pmidx_cmd cmd __uninitialized;	/* all 80 bytes copied in */
 	int ret;
 
 	if (ioucmd->cmd_op != PMIDX_IOC_CMD)

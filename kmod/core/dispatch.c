@@ -22,6 +22,14 @@
  * cache and given back after the op (scratch_get()/scratch_put()). Only
  * what does not fit one (a SCAN buffer over SCRATCH_SIZE, a BATCH of more
  * than SCRATCH_SIZE / 80 entries) or a cache found empty allocates.
+ *
+ * The stack buffers filled from the caller (keys, a PUT's value) are
+ * __uninitialized: only the bytes copied in are ever read, and a kernel
+ * built with CONFIG_INIT_STACK_ALL_ZERO (distribution kernels) would
+ * otherwise clear 255 + 256 bytes per operation and per BATCH entry. A
+ * GET's value buffer, whose bytes go back to user memory, keeps the
+ * clearing: an engine that reported more bytes than it wrote would leak
+ * zeros, not old stack.
  */
 #include <linux/errno.h>
 #include <linux/percpu.h>
@@ -213,7 +221,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		   const struct pmidx_uaccess *ua)
 {
 	struct scan_out o = { .sink.emit = scan_emit, .max = c->count };
-	u8 end[PMIDX_KEY_MAX];
+	u8 end[PMIDX_KEY_MAX] __uninitialized;	/* end_key_len bytes read */
 	bool cache;
 	int ret;
 
@@ -280,7 +288,8 @@ out:
 static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		  const struct pmidx_uaccess *ua)
 {
-	u8 small[OP_STACK_MAX], *val = small;
+	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
+	u8 *val = small;
 	bool cache = false;
 	int ret;
 
@@ -351,8 +360,8 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		   const struct pmidx_uaccess *ua, unsigned int flags)
 {
+	u8 key[PMIDX_KEY_MAX] __uninitialized;	/* key_len bytes copied in */
 	struct pmidx_index *idx;
-	u8 key[PMIDX_KEY_MAX];
 	int ret;
 
 	if (is_write(cmd->op) && (flags & PMIDX_DISPATCH_RDONLY))

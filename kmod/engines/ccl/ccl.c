@@ -471,7 +471,12 @@ out:
 
 /* ---- get ---------------------------------------------------------------- */
 
-/* What a reader copies from a buffer node and its leaf under the version. */
+/*
+ * What a reader copies from a buffer node and its leaf under the version.
+ * Read only up to what snap_node() filled (pos, nbatch, ncand), so it is
+ * declared __uninitialized: under CONFIG_INIT_STACK_ALL_ZERO the 392
+ * bytes would be cleared on every get.
+ */
 struct rsnap {
 	unsigned int	pos;
 	u8		cache;
@@ -562,8 +567,8 @@ static int ccl_get(struct pmidx_index *idx, const u8 *key, u32 klen,
 	struct ccl_tree *t = idx->priv;
 	u8 fp = ccl_fp(key, klen), flags = 0;
 	u64 h, vw = 0, kpfx = ccl_pfx(key, klen);
+	struct rsnap s __uninitialized;
 	struct ccl_bnode *b, *nx;
-	struct rsnap s;
 	bool hit;
 	int found, ret = -ENOENT;
 

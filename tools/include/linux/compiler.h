@@ -25,6 +25,11 @@
 #define __noreturn		__attribute__((__noreturn__))
 #define __section(s)		__attribute__((__section__(s)))
 #define __used			__attribute__((__used__))
+#if __has_attribute(__uninitialized__)
+#define __uninitialized		__attribute__((__uninitialized__))
+#else
+#define __uninitialized
+#endif
 #define __init
 #define __exit
 #define __read_mostly
