@@ -24,7 +24,9 @@
  *   child word := that child (one store). A node with two children would
  *   need its successor moved up, which no single store does without a
  *   lock-free reader already below the node missing the successor's key;
- *   so the page is copied without the node instead (smo.c
+ *   so the successor's key goes into a new node over a copy of the path
+ *   down to it, and one store links that in (succ_copy()). A page with
+ *   no free slots for the copy is copied without the node instead (smo.c
  *   b3_del_cow(), the copy-on-write of §3.2.4 swapped in by the SMO
  *   protocol).
  * Scan: leaf by leaf, each page's live nodes in key order (an in-order
@@ -392,13 +394,67 @@ struct del_ctx {
 };
 
 /*
+ * Node @d of locked leaf @p has two children, @r the right one. Its
+ * successor s, the leftmost node of d's right subtree, takes d's place:
+ * a new node holds s's key and value, d's left child and a copy of the
+ * path from @r down to s, whose last copy's left word names s's right
+ * child (path copying). The copies and the new node fill the free slots
+ * from @used on and are persisted; the caller's one link store then
+ * swings d's parent word to the new node. A lock-free reader sees the
+ * old subtree or the new one, and no node it may stand on changes (the
+ * textbook move of s into d stores twice in the live tree, and a reader
+ * below d between the stores misses s's key). s keeps naming its blobs
+ * until the swing unlinks it, the new node names them from then on: they
+ * never change hands. d, s and the copied path become dead slots,
+ * reclaimed by the page's next copy (defragmentation or split). A crash
+ * before the swing leaves the new nodes unreachable above the slots in
+ * use, where the next writer of the page overwrites them.
+ *
+ * Return: the new node's slot word (slot + 1, also the page's new used
+ * count); 0 when the page has no free slots for it (the caller copies
+ * the page instead); -EUCLEAN on a corrupt page.
+ */
+static int succ_copy(struct b3 *t, struct b3_page *p, const struct b3_lnode *d,
+		     u32 r, u32 used)
+{
+	u8 path[B3_SLOTS] __uninitialized;	/* path[0..m) written first */
+	struct b3_lnode *c;
+	u32 m = 0, w = r, below, i;
+
+	/* the left spine from @r: path[m - 1] is the successor */
+	do {
+		if (!b3_w_is_slot(w) || m == B3_SLOTS)
+			return -EUCLEAN;
+		path[m++] = w - 1;
+		w = b3_ld32(&p->l[w - 1].left);
+	} while (w);
+	if (used + m > B3_CAP)
+		return 0;
+	/* copies of path[0..m - 2] in slots used.., the new node last */
+	below = b3_ld32(&p->l[path[m - 1]].right);
+	for (i = m - 1; i-- > 0;) {
+		c = &p->l[used + i];
+		*c = p->l[path[i]];
+		c->left = cpu_to_le32(below);
+		below = used + i + 1;
+	}
+	c = &p->l[used + m - 1];
+	node_fill(c, p->l[path[m - 1]].key, p->l[path[m - 1]].val,
+		  le32_to_cpu(p->l[path[m - 1]].meta), d->left,
+		  cpu_to_le32(below));
+	pmidx_persist(t->pm, &p->l[used], m * sizeof(*c));	/* flush 1 */
+	return used + m;
+}
+
+/*
  * Delete from locked leaf @p.
- * Return: 0, -ENOENT, 2 when the node has two children.
+ * Return: 0, -ENOENT, 2 when the node has two children and the page no
+ * room for succ_copy().
  */
 static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		    struct del_ctx *dc)
 {
-	u32 live = b3_live(t, p), l, r, meta;
+	u32 live = b3_live(t, p), used = b3_used(t, p), l, r, w, meta;
 	struct pmidx_txn txn, *x = NULL;
 	struct b3_lnode *d;
 	struct b3_lpos pos;
@@ -413,8 +469,13 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	d = &p->l[pos.slot];
 	l = b3_ld32(&d->left);
 	r = b3_ld32(&d->right);
-	if (l && r)
-		return 2;	/* two children: b3_del_cow() */
+	w = l ?: r;
+	if (l && r) {
+		ret = succ_copy(t, p, d, r, used);
+		if (ret <= 0)
+			return ret ?: 2;	/* no room: b3_del_cow() */
+		w = used = ret;
+	}
 	meta = le32_to_cpu(d->meta);
 	if (meta & (B3_M_KBLOB | B3_M_VBLOB)) {
 		/* txn: the node's blobs are unlinked with it */
@@ -429,9 +490,9 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		if (b3_txn_check(t, &x, 1, bytes))
 			return -EUCLEAN;
 	}
-	b3_leaf_link(t, p, pos.parent, pos.right, l ?: r, x);
+	b3_leaf_link(t, p, pos.parent, pos.right, w, x);	/* flush 2 */
 	live--;
-	b3_set_cnt(t, p, b3_used(t, p), live);
+	b3_set_cnt(t, p, used, live);
 	dc->kw = d->key;
 	dc->vw = d->val;
 	dc->meta = meta;

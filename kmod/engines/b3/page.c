@@ -407,8 +407,9 @@ int b3_leaf_find(const struct b3 *t, const struct b3_page *p,
  * @slots: B3_SLOTS entries
  *
  * Every reachable node, equal keys included: no operation leaves two
- * (a delete of a node with two children copies the page), so two equal
- * keys are corruption, which the checker reports (walk.c).
+ * (a delete of a node with two children links in a copy of the path to
+ * its successor, or copies the page), so two equal keys are corruption,
+ * which the checker reports (walk.c).
  *
  * Return: the number of slots, or -EUCLEAN.
  */
