@@ -250,6 +250,27 @@ static void b3_space_return(void)
 	ut_img_free(img, SZ);
 }
 
+#define FILLER_MAX	4096
+
+/*
+ * After a put failed with -ENOSPC: take the pool's last pages into
+ * @pages (FILLER_MAX entries), so that nothing is left but an index's
+ * reserve. Return: how many.
+ */
+static unsigned int take_last_pages(struct pmidx_pool *pool, u64 *pages)
+{
+	unsigned int n;
+
+	pmidx_epoch_barrier(&pool->epoch);
+	for (n = 0; n < FILLER_MAX; n++) {
+		pages[n] = pmidx_alloc_committed(&pool->alloc, B3_PAGE_SIZE);
+		if (!pages[n])
+			break;
+	}
+	UT_ASSERT(n < FILLER_MAX);
+	return n;
+}
+
 /*
  * Review M2: a delete never fails for want of space. Fill a small pool
  * until puts fail with -ENOSPC, then delete every key (a node with two
@@ -265,7 +286,7 @@ static void b3_full_pool(void)
 	struct pmidx_pool *pool = ut_pool_new(img, sz);
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 n, i, j, full_used, keys, cows, *filler = calloc(4096, 8);
+	u64 n, i, j, full_used, keys, cows, *filler = calloc(FILLER_MAX, 8);
 	unsigned int nf;
 	int ret = 0;
 
@@ -278,13 +299,7 @@ static void b3_full_pool(void)
 	UT_EQ(ret, -ENOSPC);
 	UT_ASSERT(n > 1000);
 	/* the pool's last pages (a put failed on a key blob), taken */
-	pmidx_epoch_barrier(&pool->epoch);
-	for (nf = 0; nf < 4096; nf++) {
-		filler[nf] = pmidx_alloc_committed(&pool->alloc, B3_PAGE_SIZE);
-		if (!filler[nf])
-			break;
-	}
-	UT_ASSERT(nf < 4096);
+	nf = take_last_pages(pool, filler);
 	full_used = ut_stat(pool, PMIDX_STAT_ALLOC_USED_BYTES);
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, n);
@@ -357,7 +372,7 @@ static void b3_del_two_children(void)
 	struct pmidx_index *idx, *fill;
 	struct pmidx_pmem_stats a, b;
 	const char *why = NULL;
-	u64 cows, keys, n, *filler = calloc(4096, 8);
+	u64 cows, keys, n, *filler = calloc(FILLER_MAX, 8);
 	unsigned int i, nf;
 
 	b3_test_slots = 16;
@@ -397,13 +412,7 @@ static void b3_del_two_children(void)
 	UT_EQ(pmidx_index_create(pool, "fill", PMIDX_ENGINE_B3, &fill, &why), 0);
 	for (n = 1000; put_be(fill, n) == 0; n++)
 		;
-	pmidx_epoch_barrier(&pool->epoch);
-	for (nf = 0; nf < 4096; nf++) {
-		filler[nf] = pmidx_alloc_committed(&pool->alloc, B3_PAGE_SIZE);
-		if (!filler[nf])
-			break;
-	}
-	UT_ASSERT(nf < 4096);
+	nf = take_last_pages(pool, filler);
 	UT_EQ(put_be(idx, 2), -ENOSPC);
 	UT_EQ(del_be(idx, 16), 0);
 	UT_EQ(b3_sum(idx).defrags, cows + 1);
