@@ -373,7 +373,11 @@ static void b3_del_two_children(void)
 	struct pmidx_pmem_stats a, b;
 	const char *why = NULL;
 	u64 cows, keys, n, *filler = calloc(FILLER_MAX, 8);
-	unsigned int i, nf;
+	struct b3_lnode before[16];
+	unsigned int i, nf, used;
+	__be64 root;
+	struct b3_page *pg;
+	struct b3 *t;
 
 	b3_test_slots = 16;
 	pool = ut_pool_new(img, sz);
@@ -393,11 +397,21 @@ static void b3_del_two_children(void)
 	UT_EQ(put_be(idx, 20), 0);
 	UT_EQ(put_be(idx, 16), 0);
 	UT_EQ(put_be(idx, 18), 0);
+	t = idx->priv;
+	pg = b3_pg(t, b3_ld(&t->root->top));
+	used = b3_used(t, pg);
+	memcpy(before, pg->l, used * sizeof(pg->l[0]));
 	pmidx_pmem_sum_stats(&pool->pm, &a);
-	UT_EQ(del_be(idx, 12), 0);
+	UT_EQ(del_be(idx, 12), 0);	/* the root of the page's BST */
 	pmidx_pmem_sum_stats(&pool->pm, &b);
-	UT_ASSERT(b.flushes - a.flushes <= 4);
+	/* the three new nodes' lines, then the root word's */
+	n = B3_NODES_OFF + used * sizeof(pg->l[0]);
+	UT_EQ(b.flushes - a.flushes,
+	      (n + 3 * sizeof(pg->l[0]) - 1) / 64 - n / 64 + 1 + 1);
 	UT_EQ(b.fences - a.fences, 2);
+	/* no node a reader may stand on changed: only the page's root word */
+	UT_EQ(b3_used(t, pg), used + 3);
+	UT_ASSERT(!memcmp(before, pg->l, used * sizeof(pg->l[0])));
 	UT_EQ(b3_sum(idx).defrags, cows);
 	UT_ASSERT(!has_be(idx, 8) && !has_be(idx, 12));
 	UT_ASSERT(has_be(idx, 4) && has_be(idx, 16) && has_be(idx, 18) &&
@@ -422,6 +436,22 @@ static void b3_del_two_children(void)
 			      (unsigned long long)live[i]);
 	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
 	UT_EQ(keys, ARRAY_SIZE(live));
+	/*
+	 * Again, three times: the page filled up (it has room after its
+	 * copy, and that takes no page), then its BST root deleted. Each
+	 * copy takes the reserve, refilled from the page the last one retired.
+	 */
+	for (i = 0, n = 100; i < 3; i++) {
+		pg = b3_pg(t, b3_ld(&t->root->top));
+		while (b3_used(t, pg) < 16)
+			UT_EQ(put_be(idx, n++), 0);
+		memcpy(&root, &pg->l[b3_ld(&pg->root) - 1].key, 8);
+		UT_EQ(del_be(idx, be64_to_cpu(root)), 0);
+		UT_EQ(b3_sum(idx).defrags, cows + 2 + i);
+		UT_ASSERT(!has_be(idx, be64_to_cpu(root)));
+	}
+	UT_EQ(idx->ops->check(idx, &keys, &why), 0);
+	UT_EQ(keys, 15);
 	while (nf--)
 		pmidx_free(&pool->alloc, filler[nf]);
 	free(filler);
@@ -894,6 +924,11 @@ static void *writer(void *p)
 	return NULL;
 }
 
+static void store_yield(void)
+{
+	sched_yield();
+}
+
 static void b3_threads(void)
 {
 	void *img = ut_img_alloc(SZ);
@@ -908,6 +943,8 @@ static void b3_threads(void)
 
 	UT_EQ(pmidx_index_create(pool, "t", PMIDX_ENGINE_B3, &idx, &why), 0);
 	ekv_put_stable(idx, TKEYS);
+	/* readers overtake a writer right after its link stores */
+	b3_test_store_hook = store_yield;
 	for (i = 0; i < 6; i++) {
 		args[i] = (struct ekv_thread){ .idx = idx, .id = i,
 					       .keys = TKEYS, .stop = &stop };
@@ -920,6 +957,7 @@ static void b3_threads(void)
 	stop = 1;
 	for (i = 3; i < 6; i++)
 		pthread_join(th[i], NULL);
+	b3_test_store_hook = NULL;
 	for (i = 0; i < 6; i++)
 		UT_ASSERT_MSG(!args[i].errors, "thread %d: %lu errors", i,
 			      args[i].errors);
@@ -998,11 +1036,6 @@ static void *wave_scanner(void *p)
 }
 
 /* every commit store of a writer: give the readers a turn */
-static void store_yield(void)
-{
-	sched_yield();
-}
-
 static void b3_threads_merge(void)
 {
 	void *img = ut_img_alloc(SZ);

@@ -8,8 +8,9 @@
  * What the generic suites (data_path, async_api, races...) do not aim at:
  * b3's structure changes (kmod/engines/b3/README.md) at sizes that make
  * them happen many times: leaf and internal splits with root growth,
- * merges of leaves emptied by deletes, the copy of a page when a node with
- * two children is deleted, defragmentation of a page whose values are
+ * merges of leaves emptied by deletes, the path copy (or, in a page with
+ * no free slots, the page copy) when a node with two children is
+ * deleted, defragmentation of a page whose values are
  * overwritten, blob keys and values; lock-free readers while writers
  * split and merge around them; all of it across a clean detach and attach
  * (no recovery at a clean attach: b3's instant restart).
@@ -299,8 +300,8 @@ TEST_F_TIMEOUT(b3, deletes_merge_and_regrow, 300)
 	peak = used_bytes(self);
 	/*
 	 * Delete all but every 16th key, first at random (nodes with two
-	 * children: page copies; emptied leaves: merges), then the rest in
-	 * order; deleting a missing key answers -ENOENT.
+	 * children: path or page copies; emptied leaves: merges), then
+	 * the rest in order; deleting a missing key answers -ENOENT.
 	 */
 	for (i = 0; i < SPLIT_KEYS * 2; i++) {
 		x = rng_below(&s, SPLIT_KEYS);

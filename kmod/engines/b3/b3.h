@@ -68,8 +68,9 @@
 extern unsigned int b3_test_slots;
 #define B3_CAP			(b3_test_slots)
 /*
- * Called after every 8-byte commit store (page.c b3_commit*()): a test
- * widens the windows between an SMO's stores for its lock-free readers.
+ * Called after every commit store (page.c b3_commit*(), b3_leaf_link()):
+ * a test widens the windows between an SMO's stores, and after a leaf's
+ * link store, for its lock-free readers.
  */
 extern void (*b3_test_store_hook)(void);
 static inline void b3_test_store(void)

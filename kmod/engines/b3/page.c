@@ -632,6 +632,7 @@ void b3_leaf_link(struct b3 *t, struct b3_page *p, int parent, bool right,
 	else
 		link_store(t, x, right ? &p->l[parent].right :
 					 &p->l[parent].left, 4, val);
+	b3_test_store();
 }
 
 __le64 *b3_ref_word(struct b3 *t, const struct b3_ref *r)
@@ -686,8 +687,9 @@ u64 b3_page_new(struct b3 *t, u8 level, const struct b3_key *low)
 
 /*
  * The reserve page (review M2): a delete whose node has two children
- * copies its page, and must not fail with -ENOSPC on a full pool (a
- * user frees space by deleting). So each index holds one pending page
+ * copies its page when the page has no free slots for succ_copy()
+ * (b3.c), and must not fail with -ENOSPC on a full pool (a user frees
+ * space by deleting). So each index holds one pending page
  * that only b3_page_new_reserve() takes when the pool has none. Pending:
  * a crash frees it, nothing on media names it; b3_teardown() frees it.
  * Context: the SMO's (a section, under t->smo).
