@@ -162,7 +162,7 @@ int pmidx_del(struct pmidx_handle *h, const void *key, u32 key_len)
 {
 	if (!key_ok(key, key_len))
 		return -EINVAL;
-	return h->idx->ops->del(h->idx, key, key_len);
+	return h->idx->ops->del(h->idx, key, key_len, 0);
 }
 EXPORT_SYMBOL_GPL(pmidx_del);
 

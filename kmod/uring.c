@@ -5,10 +5,11 @@
  * The SQE (IORING_SETUP_SQE128) carries cmd_op = PMIDX_IOC_CMD and a
  * struct pmidx_cmd in its 80-byte command area, copied once before use.
  * On io_uring's non-blocking first issue (IO_URING_F_NONBLOCK) only what
- * cannot sleep runs inline (GET, LOOKUP, a short BATCH of GETs: see
- * core/dispatch.c); the rest answers -EAGAIN, so io_uring issues it again
- * from a worker instead of stalling the submitter's whole batch. Either
- * way the command completes before the handler returns:
+ * does not sleep runs inline (GET, LOOKUP, an engine's no-wait PUT and
+ * DEL, a short BATCH of these: see core/dispatch.c); the rest answers
+ * -EAGAIN before changing anything, so io_uring issues it again from a
+ * worker instead of stalling the submitter's whole batch. Either way the
+ * command completes before the handler returns:
  *
  *   cqe->res      the ioctl's return value, or on success:
  *                 GET: the value length; SCAN: records returned;

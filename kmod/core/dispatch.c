@@ -10,9 +10,11 @@
  *
  * PMIDX_DISPATCH_NOWAIT (io_uring's first, non-blocking issue): only what
  * never waits for other work runs: LOOKUP when pool->lock is free, GET
- * with an atomic buffer, a short BATCH of such GETs. Writes may allocate,
- * wait for a checker's freeze or help the GC, SCAN and CHECK walk far,
- * long batches hold the ring's submission: they answer -EAGAIN and
+ * with an atomic buffer, PUT and DEL as no-wait writes of an engine that
+ * has them (core/engine.h, "No-wait writes": the engine answers -EAGAIN
+ * before changing anything where it would sleep), a short BATCH of
+ * these. SCAN and CHECK walk far, long batches hold the ring's
+ * submission: they, and whatever else would sleep, answer -EAGAIN and
  * io_uring issues them again from a worker, where they may sleep.
  *
  * Buffers: nothing on the per-operation path allocates. Keys (at most
@@ -120,6 +122,12 @@ static void scratch_put(struct pmidx_pool *pool, void *buf, bool cache)
 static bool is_write(u8 op)
 {
 	return op == PMIDX_OP_PUT || op == PMIDX_OP_DEL;
+}
+
+/* What may run under PMIDX_DISPATCH_NOWAIT (see the file comment). */
+static bool nowait_op(u8 op)
+{
+	return op == PMIDX_OP_GET || op == PMIDX_OP_LOOKUP || is_write(op);
 }
 
 static const u16 op_flags[__PMIDX_OP_MAX] = {
@@ -286,7 +294,8 @@ out:
 }
 
 static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
-		  const struct pmidx_uaccess *ua)
+		  const struct pmidx_uaccess *ua, unsigned int flags,
+		  u32 wflags)
 {
 	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
 	u8 *val = small;
@@ -294,14 +303,14 @@ static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 	int ret;
 
 	if (c->val_len > sizeof(small)) {
-		val = scratch_get(idx->pool, c->val_len, 0, &cache);
+		val = scratch_get(idx->pool, c->val_len, flags, &cache);
 		if (!val)
-			return -ENOMEM;
+			return wflags ? -EAGAIN : -ENOMEM;
 	}
 	ret = ua->from(val, c->val, c->val_len);
 	if (!ret)
 		ret = idx->ops->put(idx, key, c->key_len, val, c->val_len,
-				    c->flags);
+				    c->flags | wflags);
 	if (val != small)
 		scratch_put(idx->pool, val, cache);
 	return ret;
@@ -329,13 +338,21 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 			const u8 *key, const struct pmidx_uaccess *ua,
 			unsigned int flags)
 {
+	u32 wflags = 0;
+
+	if (flags & PMIDX_DISPATCH_NOWAIT) {
+		if (is_write(cmd->op) &&
+		    !(idx->ops->flags & PMIDX_ENGINE_F_NOWAIT))
+			return -EAGAIN;
+		wflags = PMIDX_WRITE_NOWAIT;
+	}
 	switch (cmd->op) {
 	case PMIDX_OP_GET:
 		return do_get(idx, cmd, key, ua, flags);
 	case PMIDX_OP_PUT:
-		return do_put(idx, cmd, key, ua);
+		return do_put(idx, cmd, key, ua, flags, wflags);
 	case PMIDX_OP_DEL:
-		return idx->ops->del(idx, key, cmd->key_len);
+		return idx->ops->del(idx, key, cmd->key_len, wflags);
 	case PMIDX_OP_SCAN:
 		return do_scan(idx, cmd, key, ua);
 	case PMIDX_OP_CHECK: {
@@ -366,8 +383,7 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 
 	if (is_write(cmd->op) && (flags & PMIDX_DISPATCH_RDONLY))
 		return -EBADF;
-	if ((flags & PMIDX_DISPATCH_NOWAIT) && cmd->op != PMIDX_OP_GET &&
-	    cmd->op != PMIDX_OP_LOOKUP)
+	if ((flags & PMIDX_DISPATCH_NOWAIT) && !nowait_op(cmd->op))
 		return -EAGAIN;
 	if (cmd->key_len) {
 		ret = ua->from(key, cmd->key, cmd->key_len);
@@ -409,30 +425,27 @@ static u64 out_bytes(const struct pmidx_cmd *c)
  * back. A failing entry does not stop the others: its errno is its result.
  * A fatal signal does: the entries not run yet report -EINTR.
  *
- * Under PMIDX_DISPATCH_NOWAIT only a short batch of GETs runs (at most
- * NOWAIT_BATCH_MAX entries and NOWAIT_BATCH_OUT output bytes: the ring's
- * submission waits for it), each entry as a non-blocking GET; if one
- * cannot (-EAGAIN), the whole batch answers -EAGAIN with no entry of the
- * array written, to be run again from the start where it may sleep (the
- * value buffers of the GETs that ran are filled again then). That is
- * sound because GETs change nothing: a write must never run twice, so a
- * batch holding one always waits for the worker.
+ * Under PMIDX_DISPATCH_NOWAIT only a short batch of GETs, PUTs and DELs
+ * runs (at most NOWAIT_BATCH_MAX entries and NOWAIT_BATCH_OUT output
+ * bytes: the ring's submission waits for it), each entry no-wait. When
+ * one answers -EAGAIN before any write has run, the whole batch answers
+ * -EAGAIN with no entry of the array written, to be run again from the
+ * start where it may sleep (the value buffers of the GETs that ran are
+ * filled again then): GETs and refused writes changed nothing. After a
+ * write has run the batch must not run again (that write would be made
+ * twice), so the entry that answered -EAGAIN and those after it run here,
+ * where they may sleep: the submission waits for them, once.
  */
 static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		    const struct pmidx_uaccess *ua, unsigned int flags)
 {
-	bool nowait = flags & PMIDX_DISPATCH_NOWAIT, cache;
+	bool nowait = flags & PMIDX_DISPATCH_NOWAIT, wrote = false, cache;
 	struct pmidx_cmd *ents;
 	u64 out = 0;
 	u32 i, failed = 0;
-	u8 ents_op;
 	int ret;
 
-	/* a batch of writes waits for the worker: its first entry tells */
-	BUILD_BUG_ON(offsetof(struct pmidx_cmd, op) != 0);
-	if (nowait && (c->count > NOWAIT_BATCH_MAX ||
-		       ua->from(&ents_op, c->val, sizeof(ents_op)) ||
-		       ents_op != PMIDX_OP_GET))
+	if (nowait && c->count > NOWAIT_BATCH_MAX)
 		return -EAGAIN;
 	/* c->val_len is c->count entries (check_batch_shape()) */
 	ents = scratch_get(pool, c->val_len, flags, &cache);
@@ -457,7 +470,7 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		}
 	}
 	for (i = 0; nowait && i < c->count; i++) {
-		if (ents[i].op != PMIDX_OP_GET || out > NOWAIT_BATCH_OUT) {
+		if (!nowait_op(ents[i].op) || out > NOWAIT_BATCH_OUT) {
 			ret = -EAGAIN;
 			goto out;
 		}
@@ -466,8 +479,13 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		ret = -EINTR;
 		if (!fatal_signal_pending(current))
 			ret = run_cmd(pool, &ents[i], ua, flags);
-		if (ret == -EAGAIN && nowait)
-			goto out;
+		if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT)) {
+			if (!wrote)
+				goto out;
+			flags &= ~PMIDX_DISPATCH_NOWAIT;
+			ret = run_cmd(pool, &ents[i], ua, flags);
+		}
+		wrote |= is_write(ents[i].op);
 		ents[i].result = (u64)(s64)ret;
 		failed += ret != 0;
 		cond_resched();

@@ -10,6 +10,19 @@
  * Durability: put/del return only after the change is persistent (flushed
  * and fenced under ADR) and visible to every later get.
  *
+ * No-wait writes (PMIDX_WRITE_NOWAIT in put/del @flags; io_uring's
+ * non-blocking first issue, dispatch.c): the engine must not sleep (no
+ * mutex, no sleeping allocation, no wait for a checker's freeze, a GC or
+ * another writer's sleeping section, no cond_resched()). Where it would,
+ * it returns -EAGAIN, and only before the operation has changed anything
+ * another thread or a recovery could see: the caller runs the whole
+ * operation again where it may sleep, so a change made before -EAGAIN
+ * would be made twice. (Work that keeps every key's value, such as
+ * flushing a buffer, may have been done.) The fast path, a write that
+ * needs no structure modification, should not need -EAGAIN. An engine
+ * that does not honour the flag leaves PMIDX_ENGINE_F_NOWAIT unset and
+ * the dispatcher never passes it.
+ *
  * Recovery: open() runs at attach. With @rc->clean the engine may trust
  * what it saved at close(clean = true). Otherwise the allocator is tracing
  * (alloc.c) and the engine must not allocate until open() returns. With
@@ -55,6 +68,13 @@ struct pmidx_recover {
 };
 
 #define PMIDX_ENGINE_F_COMMITTED	(1U << 0)	/* see Recovery above */
+#define PMIDX_ENGINE_F_NOWAIT		(1U << 1)	/* see No-wait writes */
+
+/*
+ * put/del @flags, beside the uapi's PMIDX_PUT_* (16 bits in a command, so
+ * never from userspace): see No-wait writes above.
+ */
+#define PMIDX_WRITE_NOWAIT		(1U << 31)
 
 /**
  * struct pmidx_scan_sink - where a scan delivers records
@@ -80,9 +100,12 @@ struct pmidx_engine_ops {
 	/* *vlen: buffer size in, value length out (even if it did not fit) */
 	int	(*get)(struct pmidx_index *idx, const u8 *key, u32 klen,
 		       u8 *val, u32 *vlen);
+	/* @flags: PMIDX_PUT_INSERT, PMIDX_WRITE_NOWAIT */
 	int	(*put)(struct pmidx_index *idx, const u8 *key, u32 klen,
 		       const u8 *val, u32 vlen, u32 flags);
-	int	(*del)(struct pmidx_index *idx, const u8 *key, u32 klen);
+	/* @flags: 0 or PMIDX_WRITE_NOWAIT */
+	int	(*del)(struct pmidx_index *idx, const u8 *key, u32 klen,
+		       u32 flags);
 	/* from @start (after it when @after), below @end when @end_len */
 	int	(*scan)(struct pmidx_index *idx, const u8 *start, u32 start_len,
 			bool after, const u8 *end, u32 end_len,

@@ -12,6 +12,13 @@
  *
  * Locking: a CPU's limbo list is touched by that CPU with preemption off
  * and by barrier/destroy under its lock.
+ *
+ * Memory: a limbo list grows (GFP_ATOMIC) once it is half full, so a
+ * failed allocation leaves room and the next retire tries again; only
+ * as many failures in a row as the list has free slots fill it. A full
+ * list outside a section waits for a barrier; inside one (where waiting
+ * would wait for ourselves) it frees what the epochs allow, and only if
+ * that frees nothing is the object abandoned (pmidx_epoch_retire_fn()).
  */
 #include <linux/errno.h>
 #include <linux/sched.h>
@@ -19,6 +26,7 @@
 #include "epoch.h"
 
 #define LIMBO_BATCH	64	/* try to advance after this many retires */
+#define LIMBO_FIRST	16	/* slots each CPU's list starts with */
 
 struct limbo {
 	u64		obj;
@@ -54,8 +62,19 @@ int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),
 	e->pcpu = alloc_percpu(struct pmidx_epoch_cpu);
 	if (!e->pcpu)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu)
-		spin_lock_init(&per_cpu_ptr(e->pcpu, cpu)->lock);
+	for_each_possible_cpu(cpu) {
+		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
+
+		spin_lock_init(&c->lock);
+		/* a first retire needs no memory (see Memory above) */
+		c->items = kmalloc_array(LIMBO_FIRST, sizeof(*c->items),
+					 GFP_KERNEL);
+		if (!c->items) {
+			pmidx_epoch_destroy(e);
+			return -ENOMEM;
+		}
+		c->cap = LIMBO_FIRST;
+	}
 	return 0;
 }
 
@@ -117,9 +136,10 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 	spin_unlock(&c->lock);
 }
 
+/* Context: @c->lock held. */
 static int limbo_grow(struct pmidx_epoch_cpu *c)
 {
-	unsigned int cap = c->cap ? 2 * c->cap : LIMBO_BATCH;
+	unsigned int cap = 2 * c->cap;
 	struct limbo *n = kmalloc_array(cap, sizeof(*n), GFP_ATOMIC);
 
 	if (!n)
@@ -155,7 +175,15 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	preempt_disable();
 	c = this_cpu_ptr(e->pcpu);
 	spin_lock(&c->lock);
-	if (c->nr == c->cap && limbo_grow(c)) {
+	if (c->nr >= c->cap / 2)
+		limbo_grow(c);		/* ahead: a failure leaves room */
+	if (c->nr == c->cap && READ_ONCE(c->active)) {
+		/* inside a section: make room with what the epochs allow */
+		spin_unlock(&c->lock);
+		collect(e, c, try_advance(e));
+		spin_lock(&c->lock);
+	}
+	if (c->nr == c->cap) {
 		struct limbo now = { .obj = obj, .fn = fn, .ctx = ctx };
 		bool in_section = READ_ONCE(c->active);
 
@@ -167,10 +195,11 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 			return;
 		}
 		/*
-		 * Out of memory inside a section: waiting would deadlock on
-		 * ourselves and freeing now is unsafe. Abandon the object;
-		 * the pool then skips its clean detach so the next attach
-		 * traces and reclaims it (see pmidx_pool_close()).
+		 * Out of memory inside a section, every retiree still
+		 * visible: waiting would deadlock on ourselves and freeing
+		 * now is unsafe. Abandon the object; the pool then skips its
+		 * clean detach so the next attach traces and reclaims it
+		 * (see pmidx_pool_close()). A DRAM object is lost.
 		 */
 		WRITE_ONCE(e->abandoned, true);
 		return;

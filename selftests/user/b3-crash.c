@@ -343,7 +343,7 @@ static int del_be(struct pmidx_index *idx, u64 n)
 {
 	__be64 k = cpu_to_be64(n);
 
-	return idx->ops->del(idx, (const u8 *)&k, 8);
+	return idx->ops->del(idx, (const u8 *)&k, 8, 0);
 }
 
 static bool has_be(struct pmidx_index *idx, u64 n)
@@ -589,7 +589,7 @@ static void b3_flushes(void)
 			if (r < 2)
 				UT_EQ(idx->ops->put(idx, k, 8, bv, sizeof(bv), 0), 0);
 			else
-				UT_EQ(idx->ops->del(idx, k, 8), 0);
+				UT_EQ(idx->ops->del(idx, k, 8, 0), 0);
 		}
 		pmidx_pmem_sum_stats(&pool->pm, &b);
 		ut_note("b3: 100-byte values, %s: %.2f flushes, %.2f fences per op over %llu ops",
@@ -690,7 +690,7 @@ static void b3_dead_leaf(void)
 	k[5] = 1;
 	b3_kill(t, m);
 	UT_EQ(idx->ops->put(idx, k, 6, (u8 *)&v, 8, 0), -EUCLEAN);
-	UT_EQ(idx->ops->del(idx, k, 6), -EUCLEAN);
+	UT_EQ(idx->ops->del(idx, k, 6, 0), -EUCLEAN);
 	for (n = 0; n < 600; n++)	/* readers take no lock */
 		UT_EQ(ekv_get_is(idx, n, n % 10 == 9 ? n - 1 : n), 0);
 	UT_EQ(ekv_put(idx, 0, 1), 0);	/* the first leaf is fine */
@@ -919,7 +919,7 @@ static void *writer(void *p)
 		if (prandom_u32_state(&rs) % 3)
 			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
 		else
-			a->errors += a->idx->ops->del(a->idx, k, kl) == -EBUSY;
+			a->errors += a->idx->ops->del(a->idx, k, kl, 0) == -EBUSY;
 	}
 	return NULL;
 }
@@ -997,7 +997,7 @@ static void *wave_writer(void *p)
 			n = (i * 104729) % MKEYS;
 			if (!(n % 8) || n % 3 != a->id)
 				continue;
-			a->errors += !!a->idx->ops->del(a->idx, k, ekv_key(n, k));
+			a->errors += !!a->idx->ops->del(a->idx, k, ekv_key(n, k), 0);
 		}
 	}
 	return NULL;
@@ -1129,7 +1129,7 @@ static void *straddle_writer(void *p)
 		if (prandom_u32_state(&rs) % 3) {
 			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
 		} else {
-			ret = a->idx->ops->del(a->idx, k, kl);
+			ret = a->idx->ops->del(a->idx, k, kl, 0);
 			a->errors += ret && ret != -ENOENT;
 		}
 		a->ops++;
@@ -1695,7 +1695,7 @@ static void *tw_run(void *p)
 		n = tw_op(a->id, j, &del, &id);
 		a->started = j + 1;
 		if (del) {
-			ret = a->idx->ops->del(a->idx, k, ekv_key(n, k));
+			ret = a->idx->ops->del(a->idx, k, ekv_key(n, k), 0);
 			a->errors += ret && ret != -ENOENT;
 		} else {
 			ret = a->idx->ops->put(a->idx, k, ekv_key(n, k), v,

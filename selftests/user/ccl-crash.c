@@ -117,7 +117,7 @@ static int wl_ccl(struct crashsim *cs, void *img, u64 size, void *arg)
 		kl = ekv_key(n, k);
 		if (r % 10 < 3 + (i > a->ops / 2 ? 4 : 0)) {
 			op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", k, kl, 0);
-			ret = idx->ops->del(idx, k, kl);
+			ret = idx->ops->del(idx, k, kl, 0);
 			if (ret && ret != -ENOENT)
 				return ret;
 		} else {
@@ -313,7 +313,7 @@ static int full_op(struct crashsim *cs, struct pmidx_index *idx, u64 n,
 
 	if (del) {
 		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", k, kl, 0);
-		ret = idx->ops->del(idx, k, kl);
+		ret = idx->ops->del(idx, k, kl, 0);
 	} else {
 		vl = ekv_val(full_id(n, round), v);
 		op = crashsim_op_begin(cs, CRASHSIM_OP_PUT, "put", k, kl,
@@ -607,7 +607,7 @@ static const char *exercise(struct pmidx_index *idx, bool checked, u64 *keys)
 		ret = idx->ops->put(idx, k, kl, v, vl, 0);
 		if (ret > 0 || (checked && ret))
 			return "a put on a sound index failed";
-		ret = idx->ops->del(idx, k, kl);
+		ret = idx->ops->del(idx, k, kl, 0);
 		if (ret > 0 || (checked && ret))
 			return "a delete on a sound index failed";
 	}
@@ -702,7 +702,7 @@ static void ccl_corrupt(void)
 		vl = ekv_val(id, v);
 		UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
 		if (id % 5 == 0)
-			idx->ops->del(idx, k, kl);
+			idx->ops->del(idx, k, kl, 0);
 		if (id % 500 == 0)
 			UT_EQ(ccl_gc_run(idx->priv), 0);
 	}
@@ -933,7 +933,7 @@ static void ccl_ts_limit(void)
 		vl = vl2;
 	}
 	UT_EQ(ret, -EOVERFLOW);
-	UT_EQ(idx->ops->del(idx, k, kl), -EOVERFLOW);
+	UT_EQ(idx->ops->del(idx, k, kl, 0), -EOVERFLOW);
 	UT_ASSERT(full->clock > near && full->clock <= CCL_TS_LIMIT);
 	vl2 = sizeof(got);
 	UT_EQ(idx->ops->get(idx, k, kl, got, &vl2), 0);
@@ -1038,7 +1038,7 @@ static void *t_writer(void *arg)
 		if (del) {
 			u64 a = LD(sh->acked[w][i]);
 
-			ret = sh->idx->ops->del(sh->idx, k, kl);
+			ret = sh->idx->ops->del(sh->idx, k, kl, 0);
 			if (ret != (a && !(a & 1) ? 0 : -ENOENT))
 				INC(sh->errors);
 		} else {

@@ -84,7 +84,7 @@ int ekv_del(struct pmidx_index *idx, u64 n)
 	u8 k[PMIDX_KEY_MAX];
 	u32 kl = ekv_key(n, k);
 
-	return idx->ops->del(idx, k, kl);
+	return idx->ops->del(idx, k, kl, 0);
 }
 
 int ekv_count_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,

@@ -957,7 +957,7 @@ static void workload(struct fe_image *im, struct pmidx_index *idx, u32 nkeys)
 		/* first every key once, then updates (2 in 3) and deletes */
 		k = i < nkeys ? i : rnd_n(nkeys);
 		if (i >= nkeys && !rnd_n(3)) {
-			ret = idx->ops->del(idx, kv[k].key, kv[k].klen);
+			ret = idx->ops->del(idx, kv[k].key, kv[k].klen, 0);
 			if (ret && ret != -ENOENT)
 				die("base image: a delete failed", NULL);
 			kv[k].live = false;
@@ -1545,7 +1545,7 @@ static u64 exercise_index(const struct fe_image *im, struct pmidx_index *idx,
 		finding(im, "index %s: put returns %d", idx->name, ret);
 	i = rnd_n(FE_PICKS);
 	if (s->picked & BIT(i)) {
-		ret = idx->ops->del(idx, s->pk[i], s->pklen[i]);
+		ret = idx->ops->del(idx, s->pk[i], s->pklen[i], 0);
 		if (!ret)
 			get_expect(im, idx, s->pk[i], s->pklen[i], -ENOENT, 0,
 				   "the delete", *bad);

@@ -521,7 +521,7 @@ static void *writer(void *p)
 		if (prandom_u32_state(&rs) % 3) {
 			a->errors += !!a->idx->ops->put(a->idx, k, kl, v, vl, 0);
 		} else {
-			ret = a->idx->ops->del(a->idx, k, kl);
+			ret = a->idx->ops->del(a->idx, k, kl, 0);
 			a->errors += ret && ret != -ENOENT;
 		}
 	}

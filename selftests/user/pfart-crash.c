@@ -120,7 +120,7 @@ static int del(struct pmidx_index *idx, u64 n)
 	u8 k[256];
 	u32 kl = key_of(n, k);
 
-	return idx->ops->del(idx, k, kl);
+	return idx->ops->del(idx, k, kl, 0);
 }
 
 struct counter {
@@ -556,7 +556,7 @@ static void *writer(void *p)
 		bool d = prandom_u32_state(&rs) % 3 == 0;
 
 		memset(v, (int)n, vl);
-		ret = d ? a->idx->ops->del(a->idx, k, kl) :
+		ret = d ? a->idx->ops->del(a->idx, k, kl, 0) :
 			  a->idx->ops->put(a->idx, k, kl, v, vl, 0);
 		a->errors += ret && !(d && ret == -ENOENT);
 	}

@@ -48,7 +48,7 @@ static int kv_del(struct pmidx_index *idx, u64 i)
 {
 	u8 k[64];
 
-	return idx->ops->del(idx, k, ekv_hkey(i, k));
+	return idx->ops->del(idx, k, ekv_hkey(i, k), 0);
 }
 
 static u64 stat_keys(struct pmidx_index *idx)

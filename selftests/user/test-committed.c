@@ -109,12 +109,12 @@ static void committed_create_drop(void)
 		put_kv(idx, k, 0);
 	for (k = 0; k < 200; k += 2)
 		put_kv(idx, k, 1);
-	UT_EQ(idx->ops->del(idx, (u8 *)"k", 1), -ENOENT);
+	UT_EQ(idx->ops->del(idx, (u8 *)"k", 1, 0), -ENOENT);
 	for (k = 3; k < 200; k += 4) {
 		char key[16];
 
 		snprintf(key, sizeof(key), "k%u", k);
-		UT_EQ(idx->ops->del(idx, (u8 *)key, strlen(key)), 0);
+		UT_EQ(idx->ops->del(idx, (u8 *)key, strlen(key), 0), 0);
 	}
 	live = 150;
 	UT_EQ(toy_nodes(idx), live);
@@ -526,7 +526,7 @@ static void committed_drop_absent_frozen(void)
 	idx = lookup(pool, "c2");
 	UT_EQ(idx->ops->put(idx, (u8 *)"x", 1, (u8 *)"y", 1, 0), -ENOSPC);
 	get_kv(idx, 1, 0);
-	UT_EQ(idx->ops->del(idx, (u8 *)"k2", 2), 0);	/* frees work */
+	UT_EQ(idx->ops->del(idx, (u8 *)"k2", 2, 0), 0);	/* frees work */
 	why = NULL;
 	UT_EQ(pmidx_index_create(pool, "c3", FREEZE_ID, &idx, &why), -EBUSY);
 	UT_ASSERT(why && strstr(why, "drop"));
@@ -595,7 +595,7 @@ static int op_del(struct crashsim *cs, struct pmidx_pool *pool,
 	snprintf(mk, sizeof(mk), "%s/k%u", name, k);
 	key = strchr(mk, '/') + 1;
 	op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", mk, strlen(mk), 0);
-	ret = idx->ops->del(idx, (u8 *)key, strlen(key));
+	ret = idx->ops->del(idx, (u8 *)key, strlen(key), 0);
 	if (!ret || ret == -ENOENT)
 		crashsim_op_ack(cs, op);
 	return ret == -ENOENT ? 0 : ret;

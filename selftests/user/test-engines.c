@@ -59,7 +59,7 @@ static int kv_del(struct pmidx_index *idx, u64 i)
 	u8 k[64];
 	u32 kl = ekv_hkey(i, k);
 
-	return idx->ops->del(idx, k, kl);
+	return idx->ops->del(idx, k, kl, 0);
 }
 
 /* state[i]: 0 absent, else value + 1 */
@@ -225,7 +225,7 @@ static void engine_shared_prefix(void)
 		}
 		for (i = 0; i < SHARED_KEYS; i += 3) {
 			kl = shared_key(i, k);
-			UT_EQ(idx->ops->del(idx, k, kl), 0);
+			UT_EQ(idx->ops->del(idx, k, kl, 0), 0);
 		}
 		for (i = 0, live = 0; i < SHARED_KEYS; i++) {
 			int ret;
@@ -281,7 +281,7 @@ static int full_del(struct pmidx_index *idx, u64 i)
 {
 	__be64 k = cpu_to_be64(i);
 
-	return idx->ops->del(idx, (u8 *)&k, sizeof(k));
+	return idx->ops->del(idx, (u8 *)&k, sizeof(k), 0);
 }
 
 /*
@@ -652,7 +652,7 @@ static void utree_corrupt_clean(void)
 				offsetof(struct ut_root, head)))));
 	n->next = cpu_to_le64(m.third);
 	idx = utc_open(img, &pool);
-	UT_EQ(idx->ops->del(idx, m.second_key, m.second_len), -EUCLEAN);
+	UT_EQ(idx->ops->del(idx, m.second_key, m.second_len, 0), -EUCLEAN);
 	UT_ASSERT(utc_check(idx));
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
@@ -717,7 +717,7 @@ static int b3c_del(struct pmidx_index *idx, u64 i)
 {
 	__be64 k = cpu_to_be64(i);
 
-	return idx->ops->del(idx, (u8 *)&k, 8);
+	return idx->ops->del(idx, (u8 *)&k, 8, 0);
 }
 
 static int b3c_get_is(struct pmidx_index *idx, u64 i, u64 v)
@@ -1056,7 +1056,7 @@ static void *sc_writer(void *arg)
 		kl = sc_key(k, i);
 		ST(sh->begun[i], (ver[i] + 1) << 1 | del);
 		if (del) {
-			ret = sh->idx->ops->del(sh->idx, k, kl);
+			ret = sh->idx->ops->del(sh->idx, k, kl, 0);
 			SC_CHECK(ret == (live[i] ? 0 : -ENOENT),
 				     "%s: delete of key %u: %d", sh->idx->ops->name,
 				     i, ret);

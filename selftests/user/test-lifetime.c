@@ -162,7 +162,7 @@ static int one_op(struct crashsim *cs, struct pmidx_index *idx, unsigned int ix,
 	kl = key_of(ix, n, k);
 	if (r % 10 < 3) {
 		op = crashsim_op_begin(cs, CRASHSIM_OP_DEL, "del", k, kl, 0);
-		ret = idx->ops->del(idx, k, kl);
+		ret = idx->ops->del(idx, k, kl, 0);
 		if (ret && ret != -ENOENT)
 			return ret;
 	} else {

@@ -293,7 +293,7 @@ static void run_case(u32 e, const struct mcase *c)
 		u8 k[32];
 		u32 kl = key_of(&x, VICTIM, k);
 
-		UT_EQ(x.idx->ops->del(x.idx, k, kl), 0);
+		UT_EQ(x.idx->ops->del(x.idx, k, kl, 0), 0);
 		UT_EQ(get(&x, VICTIM, 0), -ENOENT);
 	}
 	/* the value goes elsewhere; the poisoned blob is never read again */

@@ -9,8 +9,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <linux/prandom.h>
+#include <linux/slab.h>
 #include <shim/shim.h>
 #include "core/alloc_test.h"
+#include "core/epoch.h"
 #include "core/parallel.h"
 #include "harness.h"
 
@@ -331,12 +333,53 @@ static void storm_epoch_reclaim(void)
 	ut_img_free(img, SZ);
 }
 
+/* ---- retiring with memory short --------------------------------------- */
+
+#define MS_OBJS		4096
+
+static void ms_free(void *ctx, u64 obj)
+{
+	(*(long *)ctx)++;
+	kfree((void *)(uintptr_t)obj);
+}
+
+/*
+ * DRAM objects retired inside one section, with every other limbo
+ * allocation failing (GFP_ATOMIC, as under memory pressure): the limbo
+ * list grows ahead of need, so none is abandoned (an abandoned DRAM
+ * object would be a leak) and every one is freed by the barrier.
+ */
+static void storm_epoch_memory_short(void)
+{
+	struct pmidx_epoch e = { 0 };
+	long freed = 0, live = shim_kmalloc_live();
+	unsigned int i;
+
+	UT_EQ(pmidx_epoch_init(&e, ms_free, &freed), 0);
+	pmidx_epoch_enter(&e);
+	for (i = 0; i < MS_OBJS; i++) {
+		void *p = kmalloc(32, GFP_ATOMIC);
+
+		UT_ASSERT(p);
+		shim_fail_alloc_nth(1 - i % 2);
+		pmidx_epoch_retire(&e, (u64)(uintptr_t)p);
+		shim_fail_alloc_nth(0);
+	}
+	pmidx_epoch_exit(&e);
+	UT_ASSERT(!e.abandoned);
+	pmidx_epoch_barrier(&e);
+	UT_EQ(freed, MS_OBJS);
+	pmidx_epoch_destroy(&e);
+	UT_EQ(shim_kmalloc_live(), live);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(storm_alloc_test),
 	UT_TEST(storm_cross_thread_free),
 	UT_TEST(storm_with_admin),
 	UT_TEST(storm_oversubscribed),
 	UT_TEST(storm_epoch_reclaim),
+	UT_TEST(storm_epoch_memory_short),
 };
 
 int main(int argc, char **argv)

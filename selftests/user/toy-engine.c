@@ -139,7 +139,8 @@ out:
 	return ret;
 }
 
-static int toy_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+static int toy_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		   u32 flags)
 {
 	struct toy *t = toy_of(idx);
 	__le64 *w;

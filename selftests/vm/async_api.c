@@ -890,12 +890,13 @@ TEST_F_TIMEOUT(async, teardown_inflight, 300)
 		ASSERT_EQ(0, status);
 		TH_LOG("SQPOLL ring: %llu of 1000 puts ran before the exit%s",
 		       (unsigned long long)present(self->idx, 2000, 3000, &gap),
-		       gap ? " (not a prefix: puts go to io_uring workers)" : "");
+		       gap ? " (not a prefix: some puts went to io_uring workers)" : "");
 		/*
-		 * Each complete; not in order: a put is handed to io_uring's
-		 * workers (its non-blocking issue answers -EAGAIN), which run
-		 * and are cancelled in any order (libpmidx: "through io_uring
-		 * order is not guaranteed").
+		 * Each complete; not in order: a put the engine cannot make
+		 * without sleeping (a split, the first one of some engines)
+		 * answers -EAGAIN on its non-blocking issue and is handed to
+		 * io_uring's workers, which run and are cancelled in any order
+		 * (libpmidx: "through io_uring order is not guaranteed").
 		 */
 		ASSERT_EQ(0, torn(self->idx, 2000, 3000));
 	}
@@ -956,7 +957,7 @@ static int worker_run(struct worker *w, struct pmidx_ring *r)
 	}
 	/*
 	 * Operations in flight on one ring are not ordered: a put BATCH
-	 * goes to io_uring's workers while a GET may complete inline, so
+	 * may go to io_uring's workers while a GET completes inline, so
 	 * the puts complete before their keys are read back.
 	 */
 	ret = pmidx_ring_wait(r, UINT_MAX);

@@ -926,10 +926,11 @@ static int rand_op(const struct ctx *c, struct ref *ref, uint64_t *s,
 
 /*
  * PMIDX_RANDOM_OPS operations (default 20000) over the ioctl, a quarter of
- * them over io_uring: there every write goes to an io-wq worker (the
- * non-blocking issue answers -EAGAIN), ~7 times the ioctl's cost under
- * TCG. The ioctl variant gives each engine the full workload; the io_uring
- * variant covers the path (outputs, scans, the same reference checks).
+ * them over io_uring: there a scan, and a write the engine cannot make
+ * without sleeping (core/engine.h, "No-wait writes"), go to an io-wq
+ * worker, which costs several times the ioctl under TCG. The ioctl
+ * variant gives each engine the full workload; the io_uring variant
+ * covers the path (outputs, scans, the same reference checks).
  */
 TEST_F_TIMEOUT(data, random_ops_vs_reference, 600)
 {
@@ -1195,7 +1196,7 @@ static int conc_verify(const struct ctx *c, struct conc *sh, uint32_t *keys)
 }
 
 /*
- * Writes per writer: a quarter over io_uring, where each goes to an io-wq
+ * Writes per writer: a quarter over io_uring, where some go to an io-wq
  * worker (see random_ops_vs_reference); the ioctl variants give each
  * engine the full load.
  */

@@ -36,7 +36,8 @@ static int null_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	return -EOPNOTSUPP;
 }
 
-static int null_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+static int null_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		    u32 flags)
 {
 	return -ENOENT;
 }

@@ -112,6 +112,8 @@ USER_ENG_TESTS	:= engines lifetime check
 USER_ENG_TESTS	+= media
 # committed-mode engines: the core's part (toy engines beside ccl, utree)
 USER_ENG_TESTS	+= committed
+# no-wait writes: never sleep, a refusal changes nothing (test-nowait.c)
+USER_ENG_TESTS	+= nowait
 
 # the engines' own crash tests: selftests/user/<engine>-crash.c
 USER_ENG_CRASH_ALL := $(filter-out test-crash,\
@@ -257,7 +259,7 @@ user-lib: $(UB)/libpmidx-user.a
 # ---- suites --------------------------------------------------------------------
 
 USER_UNIT	:= shim super itable alloc storm wal
-USER_TSAN	:= shim storm engines check
+USER_TSAN	:= shim storm engines check nowait
 USER_BIN_unit	:= $(USER_UNIT:%=$(UB)/plain/test-%)
 USER_BIN_asan	:= $(USER_UNIT:%=$(UB)/asan/test-%)
 USER_BIN_tsan	:= $(USER_TSAN:%=$(UB)/tsan/test-%)
@@ -274,6 +276,7 @@ USER_BIN_engines := $(UB)/plain/test-engines $(UB)/asan/test-engines \
 		    $(USER_ENG_CRASH:%=$(UB)/asan/%)
 USER_BIN_engines += $(UB)/plain/test-media $(UB)/asan/test-media
 USER_BIN_engines += $(UB)/plain/test-committed $(UB)/asan/test-committed
+USER_BIN_engines += $(UB)/plain/test-nowait $(UB)/asan/test-nowait
 # The prefix model (crashsim.h) in the prefix build: the simulator's
 # self-test and the core's workloads, the engines' key/value crash
 # simulation and the engines' own crash tests on a short sample of crash

@@ -43,14 +43,21 @@
 
 /* ---- sections ---------------------------------------------------------- */
 
-static void writer_enter(struct b3 *t)
+/*
+ * Enter a writer section, once the checker lets writers in.
+ * Return: 0 inside it; -EAGAIN (outside) when @nowait and the checker
+ * holds writers off.
+ */
+static int writer_enter(struct b3 *t, bool nowait)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
 		/* pairs with b3_thaw(): the checker's walk is over */
 		if (likely(!smp_load_acquire(&t->frozen)))
-			return;
+			return 0;
 		pmidx_epoch_exit(&t->pool->epoch);
+		if (nowait)
+			return -EAGAIN;
 		mutex_lock(&t->gate);
 		mutex_unlock(&t->gate);
 	}
@@ -67,12 +74,12 @@ static int smo_call(struct b3 *t, const struct b3_key *k,
 
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_lock(&t->smo);
-	writer_enter(t);
+	writer_enter(t, false);
 	ret = fn(t, k);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
 	cond_resched();
-	writer_enter(t);
+	writer_enter(t, false);
 	return ret;
 }
 
@@ -84,15 +91,20 @@ static int smo_call(struct b3 *t, const struct b3_key *k,
  * Return: true to try again; false to return *@ret (-ENOMEM then, not
  * the -ENOSPC a page allocation reports).
  */
+static bool lt_want(struct b3 *t, int ret)
+{
+	return (ret == -ENOMEM || ret == -ENOSPC) && READ_ONCE(t->lt_want);
+}
+
 static bool lt_retry(struct b3 *t, int *ret, unsigned int *tries)
 {
 	int r;
 
-	if ((*ret != -ENOMEM && *ret != -ENOSPC) || !READ_ONCE(t->lt_want))
+	if (!lt_want(t, *ret))
 		return false;
 	pmidx_epoch_exit(&t->pool->epoch);
 	r = b3_lt_fill(t);
-	writer_enter(t);
+	writer_enter(t, false);
 	if (r < 0 || ++*tries > 3) {
 		*ret = -ENOMEM;
 		return false;
@@ -123,10 +135,14 @@ static bool in_page(struct b3 *t, struct b3_page *p, const struct b3_key *k)
  * writer leaves its section (smo_call() sleeps on @smo and reschedules)
  * and repairs the path of @k; after B3_RETRY_MAX it gives up.
  *
+ * A no-wait writer (@nowait, core/engine.h) answers -EAGAIN instead of
+ * leaving its section, and when the descent moved right past a half-done
+ * SMO (*@moved), whose repair (b3_fix()) would follow its change.
+ *
  * Return: the page, or NULL with *ret: 1 (empty index), < 0 an error.
  */
 static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
-				   bool *moved, int *ret)
+				   bool *moved, int *ret, bool nowait)
 {
 	unsigned int tries = 0;
 	struct b3_page *p;
@@ -140,9 +156,14 @@ static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
 		}
 		*ret = b3_lock(t, p);
 		if (!*ret) {
-			if (in_page(t, p, k))
+			if (in_page(t, p, k) && !(nowait && *moved))
 				return p;
-			b3_unlock(t, p);	/* split meanwhile: move on */
+			b3_unlock(t, p);
+			if (nowait && *moved) {
+				*ret = -EAGAIN;
+				return NULL;
+			}
+			/* split meanwhile: move on */
 		} else if (*ret != -EAGAIN) {
 			return NULL;
 		}
@@ -154,6 +175,10 @@ static struct b3_page *writer_leaf(struct b3 *t, const struct b3_key *k,
 		if (tries % B3_RETRY_SPIN) {
 			cpu_relax();
 			continue;
+		}
+		if (nowait) {
+			*ret = -EAGAIN;
+			return NULL;
 		}
 		*ret = smo_call(t, k, b3_fix);
 		if (*ret)
@@ -335,18 +360,25 @@ static int leaf_put(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	return 0;
 }
 
+/*
+ * A no-wait put (core/engine.h) answers -EAGAIN, before its change, where
+ * it would sleep: the checker's freeze, a page to split or a first leaf
+ * (b3_make_room()), a lock-table leaf to allocate, a path to repair
+ * (writer_leaf()). It retires the replaced blob inside its section,
+ * where a retire never waits for the epochs.
+ */
 static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		  const u8 *val, u32 vlen, u32 flags)
 {
 	struct b3 *t = idx->priv;
 	struct b3_key k = { key, klen };
 	struct put_ctx pc = { .vlen = vlen };
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	unsigned int lt_tries = 0;
 	bool moved = false;
 	struct b3_page *p;
 	int ret;
 
-	this_cpu_inc(t->pcpu->ops_put);
 	if (unlikely(!READ_ONCE(t->reserve)))
 		b3_reserve_fill(t, false);
 	if (vlen > B3_INLINE_MAX) {
@@ -358,30 +390,46 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	} else {
 		memcpy(&pc.vword, val, vlen);
 	}
-	writer_enter(t);
+	ret = writer_enter(t, nowait);
+	if (ret)
+		goto out;
 	for (;;) {
-		p = writer_leaf(t, &k, &moved, &ret);
+		p = writer_leaf(t, &k, &moved, &ret, nowait);
 		if (p) {
 			ret = leaf_put(t, p, &k, &pc, flags);
 			b3_unlock(t, p);
 		}
 		if (ret == 1) {
+			ret = -EAGAIN;
+			if (nowait)
+				break;
 			ret = smo_call(t, &k, b3_make_room);
 			if (!ret)
 				continue;
 		}
+		if (nowait && lt_want(t, ret)) {
+			ret = -EAGAIN;
+			break;
+		}
 		if (!lt_retry(t, &ret, &lt_tries))
 			break;
 	}
-	if (moved)	/* a half-done SMO was on our way: finish it */
+	if (moved && !nowait)	/* a half-done SMO was on our way: finish it */
 		smo_call(t, &k, b3_fix);
+	if (nowait && pc.old_blob) {
+		b3_blob_retire(t, pc.old_blob);
+		pc.old_blob = 0;
+	}
 	pmidx_epoch_exit(&t->pool->epoch);
+	if (pc.old_blob)
+		b3_blob_retire(t, pc.old_blob);
+out:
 	if (pc.kblob)
 		b3_blob_free(t, pc.kblob);
 	if (pc.vblob)
 		b3_blob_free(t, pc.vblob);
-	if (pc.old_blob)
-		b3_blob_retire(t, pc.old_blob);
+	if (ret != -EAGAIN)
+		this_cpu_inc(t->pcpu->ops_put);	/* a refused one runs again */
 	return ret;
 }
 
@@ -447,12 +495,35 @@ static int succ_copy(struct b3 *t, struct b3_page *p, const struct b3_lnode *d,
 }
 
 /*
- * Delete from locked leaf @p.
+ * Try a merge (or redistribution, smo.c) after a delete that left @live
+ * keys in leaf @p (NULL: a new copy of it)? Whenever @live is under
+ * B3_MERGE_UNDER (review L5), with hysteresis: a leaf whose merge was
+ * refused (the shape, a neighbour under another parent that would not
+ * merge either) is marked with its live count r (page.c b3_set_tried())
+ * and tried again only once it has halved (at most log2(r) + 2 more
+ * attempts while it drains) or is empty. A leaf copy or any SMO on the
+ * page clears the mark. A merge or a redistribution leaves no page
+ * under the threshold, so a leaf that was not refused is tried once
+ * per descent below it.
+ */
+static bool merge_due(struct b3 *t, struct b3_page *p, u32 live)
+{
+	u32 r;
+
+	if (live >= B3_MERGE_UNDER)
+		return false;
+	r = p ? b3_tried(t, p) : 0;
+	return !r || !live || live <= (r - 1) / 2;
+}
+
+/*
+ * Delete from locked leaf @p (the root leaf when @root).
  * Return: 0, -ENOENT, 2 when the node has two children and the page no
- * room for succ_copy().
+ * room for succ_copy(); with @nowait -EAGAIN, before any change, when a
+ * merge would follow the delete (b3_del()).
  */
 static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
-		    struct del_ctx *dc)
+		    struct del_ctx *dc, bool root, bool nowait)
 {
 	u32 live = b3_live(t, p), used = b3_used(t, p), l, r, w, meta;
 	struct pmidx_txn txn, *x = NULL;
@@ -466,6 +537,8 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 		return ret;
 	if (pos.slot < 0)
 		return -ENOENT;
+	if (nowait && !root && merge_due(t, p, live - 1))
+		return -EAGAIN;
 	d = &p->l[pos.slot];
 	l = b3_ld32(&d->left);
 	r = b3_ld32(&d->right);
@@ -501,83 +574,93 @@ static int leaf_del(struct b3 *t, struct b3_page *p, const struct b3_key *k,
 	return 0;
 }
 
-/*
- * Try a merge (or redistribution, smo.c) after a delete that left @live
- * keys in leaf @p (NULL: a new copy of it)? Whenever @live is under
- * B3_MERGE_UNDER (review L5), with hysteresis: a leaf whose merge was
- * refused (the shape, a neighbour under another parent that would not
- * merge either) is marked with its live count r (page.c b3_set_tried())
- * and tried again only once it has halved (at most log2(r) + 2 more
- * attempts while it drains) or is empty. A leaf copy or any SMO on the
- * page clears the mark. A merge or a redistribution leaves no page
- * under the threshold, so a leaf that was not refused is tried once
- * per descent below it.
- */
-static bool merge_due(struct b3 *t, struct b3_page *p, u32 live)
+static void del_retire(struct b3 *t, const struct del_ctx *dc)
 {
-	u32 r;
-
-	if (live >= B3_MERGE_UNDER)
-		return false;
-	r = p ? b3_tried(t, p) : 0;
-	return !r || !live || live <= (r - 1) / 2;
+	if (dc->meta & B3_M_KBLOB)
+		b3_blob_retire(t, le64_to_cpu(dc->kw));
+	if (dc->meta & B3_M_VBLOB)
+		b3_blob_retire(t, le64_to_cpu(dc->vw));
 }
 
-static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+/*
+ * A no-wait delete (core/engine.h) answers -EAGAIN, before its change,
+ * where it would sleep: as a put (b3_put()), and for a page copy
+ * (b3_del_cow()), a merge after it, or no reserve page. It retires the
+ * node's blobs inside its section, where a retire never waits.
+ */
+static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		  u32 flags)
 {
 	struct b3 *t = idx->priv;
 	struct b3_key k = { key, klen };
 	struct del_ctx dc = {};
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	unsigned int lt_tries = 0;
 	bool moved = false, root = false, cow = false;
 	struct b3_page *p = NULL;
 	int ret;
 
-	this_cpu_inc(t->pcpu->ops_del);
-	if (unlikely(!READ_ONCE(t->reserve)))
+	if (unlikely(!READ_ONCE(t->reserve))) {
 		b3_reserve_fill(t, false);
-	writer_enter(t);
+		/* without it a page copy could not run: none on this path */
+		if (nowait && !READ_ONCE(t->reserve))
+			return -EAGAIN;
+	}
+	if (writer_enter(t, nowait))
+		return -EAGAIN;
 	for (;;) {
 		cow = false;
-		p = writer_leaf(t, &k, &moved, &ret);
+		p = writer_leaf(t, &k, &moved, &ret, nowait);
 		if (!p) {
 			if (ret == 1)
 				ret = -ENOENT;
 		} else {
 			root = b3_pgoff(t, p) == b3_ld(&t->root->top);
-			ret = leaf_del(t, p, &k, &dc);
+			ret = leaf_del(t, p, &k, &dc, root, nowait);
 			b3_unlock(t, p);
 		}
+		if (ret == 2 && nowait)
+			ret = -EAGAIN;
 		if (ret == 2) {
 			/* copy-on-write of the page without the node */
 			pmidx_epoch_exit(&t->pool->epoch);
 			mutex_lock(&t->smo);
-			writer_enter(t);
+			writer_enter(t, false);
 			ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
 			cow = true;
 			pmidx_epoch_exit(&t->pool->epoch);
 			mutex_unlock(&t->smo);
-			writer_enter(t);
+			writer_enter(t, false);
 			if (ret == -EAGAIN)
 				continue;
 		}
+		if (nowait && lt_want(t, ret)) {
+			ret = -EAGAIN;
+			break;
+		}
 		if (!lt_retry(t, &ret, &lt_tries))
 			break;
+	}
+	if (nowait) {
+		/* refused before any change, or done without an SMO */
+		if (!ret)
+			del_retire(t, &dc);
+		pmidx_epoch_exit(&t->pool->epoch);
+		goto out;
 	}
 	if (!ret && !root && merge_due(t, cow ? NULL : p, dc.live))
 		smo_call(t, &k, b3_try_merge);
 	else if (moved)
 		smo_call(t, &k, b3_fix);
 	pmidx_epoch_exit(&t->pool->epoch);
-	if (!ret) {
-		if (dc.meta & B3_M_KBLOB)
-			b3_blob_retire(t, le64_to_cpu(dc.kw));
-		if (dc.meta & B3_M_VBLOB)
-			b3_blob_retire(t, le64_to_cpu(dc.vw));
-	}
+	if (!ret)
+		del_retire(t, &dc);
 	/* the reserve went into a page copy: another one for the next */
 	if (unlikely(!READ_ONCE(t->reserve)))
 		b3_reserve_fill(t, true);
+out:
+	if (ret != -EAGAIN)
+		this_cpu_inc(t->pcpu->ops_del);	/* a refused one runs again */
 	return ret;
 }
 
@@ -929,7 +1012,7 @@ static void b3_destroy(struct pmidx_index *idx)
 const struct pmidx_engine_ops pmidx_b3_ops = {
 	.id		= PMIDX_ENGINE_B3,
 	.name		= "b3",
-	.flags		= PMIDX_ENGINE_F_COMMITTED,
+	.flags		= PMIDX_ENGINE_F_COMMITTED | PMIDX_ENGINE_F_NOWAIT,
 	.open		= b3_open,
 	.close		= b3_close,
 	.destroy	= b3_destroy,

@@ -620,6 +620,9 @@ static int do_write(struct ccl_tree *t, struct ccl_wreq *r)
 			continue;
 		if (ret != CCL_NEEDRES)
 			break;
+		ret = -EAGAIN;		/* nothing changed yet (ccl_buf_write) */
+		if (r->nowait)
+			break;
 		ret = ccl_res_fill(t, &res);
 		if (ret)
 			break;
@@ -638,9 +641,11 @@ static int do_write(struct ccl_tree *t, struct ccl_wreq *r)
  * blobs where needed, then write through the buffer.
  */
 static int write_once(struct ccl_tree *t, const u8 *key, u32 klen,
-		      const u8 *val, u32 vlen, bool insert)
+		      const u8 *val, u32 vlen, u32 flags)
 {
-	struct ccl_wreq r = { .key = key, .klen = klen, .insert = insert,
+	struct ccl_wreq r = { .key = key, .klen = klen,
+			      .insert = flags & PMIDX_PUT_INSERT,
+			      .nowait = flags & PMIDX_WRITE_NOWAIT,
 			      .fp = ccl_fp(key, klen) };
 	bool ind;
 	int ret;
@@ -665,16 +670,23 @@ static int write_once(struct ccl_tree *t, const u8 *key, u32 klen,
  * A write, with the log's held blobs given back when the GC thread falls
  * behind or the pool is full (gc.c, ccl_gc_throttle/ccl_gc_reclaim). A
  * write that fails with -ENOSPC changed nothing, so it may be retried.
+ * A no-wait write (@flags PMIDX_WRITE_NOWAIT, core/engine.h) cannot
+ * collect: it answers -EAGAIN instead, having changed nothing.
  */
 static int write_kv(struct ccl_tree *t, const u8 *key, u32 klen,
-		    const u8 *val, u32 vlen, bool insert)
+		    const u8 *val, u32 vlen, u32 flags)
 {
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	int ret;
 
+	if (nowait && ccl_gc_behind(t))
+		return -EAGAIN;
 	ccl_gc_throttle(t);
-	ret = write_once(t, key, klen, val, vlen, insert);
+	ret = write_once(t, key, klen, val, vlen, flags);
+	if (ret == -ENOSPC && nowait)
+		return -EAGAIN;
 	if (ret == -ENOSPC && ccl_gc_reclaim(t))
-		ret = write_once(t, key, klen, val, vlen, insert);
+		ret = write_once(t, key, klen, val, vlen, flags);
 	return ret;
 }
 
@@ -687,23 +699,25 @@ static int ccl_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 
 	ccl_stat_inc(t, put);
 	if (!ccl_ready(t)) {
+		if (flags & PMIDX_WRITE_NOWAIT)
+			return -EAGAIN;		/* the first put: a mutex */
 		ret = ccl_lazy_init(t);
 		if (ret)
 			return ret;
 	}
 	/* a NULL value means a delete to write_once(): empty values are not */
-	return write_kv(t, key, klen, val ? val : &empty, vlen,
-			flags & PMIDX_PUT_INSERT);
+	return write_kv(t, key, klen, val ? val : &empty, vlen, flags);
 }
 
-static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		   u32 flags)
 {
 	struct ccl_tree *t = idx->priv;
 
 	ccl_stat_inc(t, del);
 	if (!ccl_ready(t))
 		return -ENOENT;
-	return write_kv(t, key, klen, NULL, 0, false);
+	return write_kv(t, key, klen, NULL, 0, flags & PMIDX_WRITE_NOWAIT);
 }
 
 /* ---- scan ---------------------------------------------------------------- */
@@ -1202,6 +1216,7 @@ static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 const struct pmidx_engine_ops ccl_engine_ops = {
 	.id		= PMIDX_ENGINE_CCL,
 	.name		= "ccl",
+	.flags		= PMIDX_ENGINE_F_NOWAIT,
 	.open		= ccl_open,
 	.close		= ccl_close,
 	.destroy	= ccl_destroy,

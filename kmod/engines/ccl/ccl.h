@@ -526,6 +526,7 @@ struct ccl_wreq {
 	u8		flags;		/* CCL_F_* of kw/vw, TOMB for deletes */
 	u8		fp;
 	bool		insert;		/* PMIDX_PUT_INSERT */
+	bool		nowait;		/* PMIDX_WRITE_NOWAIT */
 	bool		kw_used, vw_used; /* ownership passed to the index */
 };
 int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res);
@@ -587,6 +588,7 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 /* gc.c */
 void ccl_gc_work(void *arg);
 int ccl_gc_run(struct ccl_tree *t);
+bool ccl_gc_behind(struct ccl_tree *t);
 void ccl_gc_throttle(struct ccl_tree *t);
 bool ccl_gc_reclaim(struct ccl_tree *t);
 void ccl_gc_maybe_kick(struct ccl_tree *t);

@@ -167,6 +167,12 @@ static bool gc_held_over(struct ccl_tree *t)
 	return pmidx_wal_held_bytes(t->wal) > (t->pm->size >> 4);
 }
 
+/* A writer would collect (ccl_gc_throttle): a no-wait one cannot. */
+bool ccl_gc_behind(struct ccl_tree *t)
+{
+	return t->wal && gc_held_over(t);
+}
+
 /**
  * ccl_gc_throttle - collect in the writer's context when the GC thread
  *                   falls behind (backpressure)
@@ -180,7 +186,7 @@ static bool gc_held_over(struct ccl_tree *t)
  */
 void ccl_gc_throttle(struct ccl_tree *t)
 {
-	if (!t->wal || !gc_held_over(t))
+	if (!ccl_gc_behind(t))
 		return;
 	mutex_lock(&t->gc_lock);
 	if (gc_held_over(t))

@@ -136,15 +136,24 @@ static void free_dead(struct lodge *t)
 	}
 }
 
-/* Return: 0 with t->tree held for reading and the index ready. */
-static int enter_ready(struct lodge *t)
+/*
+ * Return: 0 with t->tree held for reading and the index ready; -EAGAIN
+ * (nothing held) when @nowait and that would wait: a split, the checker
+ * or the first write holds t->tree.
+ */
+static int enter_ready(struct lodge *t, bool nowait)
 {
 	int ret = 0;
 
-	percpu_down_read(&t->tree);
+	if (!nowait)
+		percpu_down_read(&t->tree);
+	else if (!percpu_down_read_trylock(&t->tree))
+		return -EAGAIN;
 	if (likely(READ_ONCE(t->ready) && list_empty(&t->dead)))
 		return 0;
 	percpu_up_read(&t->tree);
+	if (nowait)
+		return -EAGAIN;
 	percpu_down_write(&t->tree);
 	free_dead(t);
 	if (!t->ready)
@@ -240,8 +249,15 @@ static void drain(struct lodge *t, bool all)
 	mutex_unlock(&t->drain);
 }
 
+/*
+ * A no-wait write (@nowait, core/engine.h) answers -EAGAIN before its
+ * change where it would sleep: t->tree taken, the first write, a node
+ * split, a full pool, and the logs over their limit (so that the write
+ * that runs the drain after it is one that may sleep). Flushes it did
+ * before a split keep every value.
+ */
 static int lodge_write(struct lodge *t, const u8 *k, u32 klen, const u8 *v,
-		       u32 vlen, bool tomb, bool insert)
+		       u32 vlen, bool tomb, bool insert, bool nowait)
 {
 	struct lodge_key *kc = NULL;
 	struct lodge_vlog *vl, *old;
@@ -251,10 +267,13 @@ static int lodge_write(struct lodge *t, const u8 *k, u32 klen, const u8 *v,
 	int j, li, s, ret;
 	u64 rec, seq;
 
-	kc = lodge_key_new(k, klen, GFP_KERNEL);
+	if (nowait && READ_ONCE(t->nlogs) > lodge_log_max)
+		return -EAGAIN;
+	kc = lodge_key_new(k, klen, nowait ? GFP_NOWAIT | __GFP_NOWARN :
+					     GFP_KERNEL);
 	if (!kc)
-		return -ENOMEM;
-	ret = enter_ready(t);
+		return nowait ? -EAGAIN : -ENOMEM;
+	ret = enter_ready(t, nowait);
 	if (ret)
 		goto out_free;
 again:
@@ -295,6 +314,9 @@ again:
 		if (ret == LODGE_NEED_SPLIT) {
 			write_unlock(&x->lock);
 			percpu_up_read(&t->tree);
+			ret = -EAGAIN;
+			if (nowait)
+				goto out_free;
 			ret = lodge_split_lin(t, k, klen);
 			if (ret)
 				goto out_free;
@@ -338,7 +360,7 @@ unlock:
 	percpu_up_read(&t->tree);
 out_free:
 	kfree(kc);
-	if (READ_ONCE(t->nlogs) > lodge_log_max)
+	if (!nowait && READ_ONCE(t->nlogs) > lodge_log_max)
 		drain(t, false);
 	return ret;
 }
@@ -350,34 +372,45 @@ out_free:
  * user can still delete (and put again what the deletes freed).
  */
 static int lodge_write_room(struct lodge *t, const u8 *k, u32 klen,
-			    const u8 *v, u32 vlen, bool tomb, bool insert)
+			    const u8 *v, u32 vlen, bool tomb, u32 flags)
 {
-	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert);
+	bool insert = flags & PMIDX_PUT_INSERT;
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
+	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert, nowait);
 
 	if (ret != -ENOSPC)
 		return ret;
+	if (nowait)
+		return -EAGAIN;
 	drain(t, true);
-	return lodge_write(t, k, klen, v, vlen, tomb, insert);
+	return lodge_write(t, k, klen, v, vlen, tomb, insert, false);
 }
 
+/* A no-wait write answered -EAGAIN runs again: count it then. */
 static int lodge_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		     const u8 *val, u32 vlen, u32 flags)
 {
 	struct lodge *t = idx->priv;
+	int ret;
 
-	lodge_stat_inc(t, put);
-	return lodge_write_room(t, key, klen, val, vlen, false,
-				flags & PMIDX_PUT_INSERT);
+	ret = lodge_write_room(t, key, klen, val, vlen, false, flags);
+	if (ret != -EAGAIN)
+		lodge_stat_inc(t, put);
+	return ret;
 }
 
-static int lodge_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+static int lodge_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		     u32 flags)
 {
 	struct lodge *t = idx->priv;
+	int ret = -ENOENT;
 
-	lodge_stat_inc(t, del);
-	if (!READ_ONCE(t->ready))
-		return -ENOENT;
-	return lodge_write_room(t, key, klen, NULL, 0, true, false);
+	if (READ_ONCE(t->ready))
+		ret = lodge_write_room(t, key, klen, NULL, 0, true,
+				       flags & PMIDX_WRITE_NOWAIT);
+	if (ret != -EAGAIN)
+		lodge_stat_inc(t, del);
+	return ret;
 }
 
 /* ---- scan ----------------------------------------------------------------- */
@@ -735,6 +768,7 @@ static void lodge_destroy(struct pmidx_index *idx)
 const struct pmidx_engine_ops pmidx_lodge_ops = {
 	.id		= PMIDX_ENGINE_LODGE,
 	.name		= "lodge",
+	.flags		= PMIDX_ENGINE_F_NOWAIT,
 	.open		= lodge_open,
 	.close		= lodge_close,
 	.destroy	= lodge_destroy,

@@ -291,6 +291,19 @@ u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 }
 
 /*
+ * The live record bytes of locked array @l once pfart_leaf_invalidate()
+ * has deleted entry @e (nothing changes here).
+ */
+u32 pfart_leaf_live_after(struct pfart_leaf *l, struct pfart_meta *m, int e)
+{
+	struct pfart_view v;
+
+	if (pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
+		return m->live;
+	return m->live - view_bytes(&v);
+}
+
+/*
  * pfart_leaf_invalidate - delete entry @e of locked array @l, durably
  * Return: the record's blob (to retire once this returns), or 0.
  */

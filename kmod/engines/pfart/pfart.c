@@ -51,17 +51,30 @@ s64 pfart_sum(struct pfart *t, size_t field)
 
 /* ---- sections ------------------------------------------------------------- */
 
-void pfart_writer_enter(struct pfart *t)
+/*
+ * Enter a writer section, once the checker lets writers in.
+ * Return: 0 inside it; -EAGAIN (outside) when @nowait and the checker
+ * holds writers off.
+ */
+int pfart_writer_enter(struct pfart *t, bool nowait)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
 		/* pairs with pfart_thaw(): the checker's walk is over */
 		if (likely(!smp_load_acquire(&t->frozen)))
-			return;
+			return 0;
 		pmidx_epoch_exit(&t->pool->epoch);
+		if (nowait)
+			return -EAGAIN;
 		mutex_lock(&t->gate);
 		mutex_unlock(&t->gate);
 	}
+}
+
+/* Would pfart_retry() leave the section this time (a no-wait writer may not)? */
+static bool retry_leaves(unsigned int tries)
+{
+	return (tries + 1) % PFART_SPIN == 0;
 }
 
 /**
@@ -87,7 +100,7 @@ bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer)
 	else
 		usleep_range(1000, 2000);	/* a preempted holder: its turn */
 	if (writer)
-		pfart_writer_enter(t);
+		pfart_writer_enter(t, false);
 	else
 		pmidx_epoch_enter(&t->pool->epoch);
 	return *tries < PFART_RETRY_MAX;
@@ -119,7 +132,7 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_lock(&t->smo);
 	pfart_reserve_fill(t);	/* short: the SMO allocates what it lacks */
-	pfart_writer_enter(t);
+	pfart_writer_enter(t, false);
 	ret = pfart_smo_put(t, pp);
 	/* in the section of the commit: a CHECK counts what it sees */
 	if (!ret && pp->added)
@@ -127,7 +140,7 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
 	cond_resched();
-	pfart_writer_enter(t);
+	pfart_writer_enter(t, false);
 	return ret;
 }
 
@@ -137,7 +150,7 @@ static void smo_prune(struct pfart *t, const u8 *key, u32 klen)
 
 	mutex_lock(&t->smo);
 	pfart_reserve_fill(t);
-	pfart_writer_enter(t);
+	pfart_writer_enter(t, false);
 	ret = pfart_smo_prune(t, key, klen);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
@@ -217,6 +230,12 @@ static int leaf_put(struct pfart *t, struct pfart_leaf *l, struct pfart_put *pp)
 	return 0;
 }
 
+/*
+ * A no-wait put (core/engine.h) answers -EAGAIN, before its change, where
+ * it would sleep: the checker's freeze, a retry that would leave the
+ * section, an SMO (no leaf for the key, or no room in it). It retires
+ * the replaced blob inside its section, where a retire never waits.
+ */
 static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		     const u8 *val, u32 vlen, u32 flags)
 {
@@ -225,12 +244,12 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		.key = key, .klen = klen, .flags = flags,
 		.rec = { .key = key, .klen = klen, .val = val },
 	};
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	unsigned int tries = 0;
 	struct pfart_leaf *l;
 	u64 ver, blob = 0;
 	int ret;
 
-	pfart_stat_inc(t, ops_put);
 	if (vlen > PFART_VINLINE_MAX) {
 		/* out of the section: it allocates and persists */
 		blob = pmidx_blob_write(t->pool, val, vlen);
@@ -241,15 +260,19 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	} else {
 		pp.rec.vfield = vlen;
 	}
-	pfart_writer_enter(t);
+	ret = pfart_writer_enter(t, nowait);
+	if (ret)
+		goto out;
 	for (;;) {
 		ret = pfart_find_leaf(t, key, klen, &l, &ver);
 		if (ret == -ENOENT) {
-			ret = smo_put(t, &pp);
+			ret = nowait ? -EAGAIN : smo_put(t, &pp);
 			break;
 		}
 		if (!ret && !pfart_lock_at(t, pfart_lk(l), ver))
 			ret = -EAGAIN;
+		if (ret == -EAGAIN && nowait && retry_leaves(tries))
+			break;
 		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
 		if (ret) {
@@ -259,10 +282,22 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		ret = leaf_put(t, l, &pp);
 		pfart_unlock(t, pfart_lk(l));
 		if (ret == 1)
-			ret = smo_put(t, &pp);
+			ret = nowait ? -EAGAIN : smo_put(t, &pp);
 		break;
 	}
+	if (!ret && pp.old_blob) {
+		pfart_stat_add(t, blob_bytes,
+			       -(s64)pmidx_alloc_size(&t->pool->alloc, pp.old_blob));
+		/* no-wait: in the section, where a retire never waits */
+		if (nowait)
+			pmidx_blob_retire(t->pool, pp.old_blob);
+	}
 	pmidx_epoch_exit(&t->pool->epoch);
+	if (!ret && pp.old_blob && !nowait)
+		pmidx_blob_retire(t->pool, pp.old_blob);
+out:
+	if (ret != -EAGAIN)
+		pfart_stat_inc(t, ops_put);	/* a refused one runs again */
 	if (ret) {
 		if (blob)	/* never committed */
 			pmidx_free(&t->pool->alloc, blob);
@@ -271,28 +306,34 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	if (blob)
 		pfart_stat_add(t, blob_bytes,
 			       pmidx_alloc_size(&t->pool->alloc, blob));
-	if (pp.old_blob) {
-		pfart_stat_add(t, blob_bytes,
-			       -(s64)pmidx_alloc_size(&t->pool->alloc, pp.old_blob));
-		pmidx_blob_retire(t->pool, pp.old_blob);
-	}
 	return 0;
 }
 
 /* ---- delete --------------------------------------------------------------- */
 
-/* After a delete left @m so: is a prune wanted? (Under the array's lock.) */
-static bool want_prune(struct pfart_leaf *l, struct pfart_meta *m)
+/*
+ * Is a prune wanted once a delete leaves @n entries and @live record
+ * bytes in @l (its metadata @m)? (Under the array's lock.)
+ */
+static bool want_prune(struct pfart_leaf *l, struct pfart_meta *m, u32 n,
+		       u32 live)
 {
-	if (!m->n)
+	if (!n)
 		return true;
-	return m->live * 4 < pfart_data_size(l->klass) &&
-	       (!m->pruned || m->live * 2 <= m->pruned);
+	return live * 4 < pfart_data_size(l->klass) &&
+	       (!m->pruned || live * 2 <= m->pruned);
 }
 
-static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+/*
+ * A no-wait delete (core/engine.h) answers -EAGAIN, before its change,
+ * where it would sleep: as a put (pfart_put()), and when a prune would
+ * follow it. It retires the record's blob inside its section.
+ */
+static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		     u32 flags)
 {
 	struct pfart *t = idx->priv;
+	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	unsigned int tries = 0;
 	struct pfart_leaf *l;
 	struct pfart_meta *m;
@@ -300,12 +341,15 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	u64 ver, blob = 0;
 	int e, ret;
 
-	pfart_stat_inc(t, ops_del);
-	pfart_writer_enter(t);
+	ret = pfart_writer_enter(t, nowait);
+	if (ret)
+		goto out;
 	for (;;) {
 		ret = pfart_find_leaf(t, key, klen, &l, &ver);
 		if (!ret && !pfart_lock_at(t, pfart_lk(l), ver))
 			ret = -EAGAIN;
+		if (ret == -EAGAIN && nowait && retry_leaves(tries))
+			break;
 		if (ret == -EAGAIN && pfart_retry(t, &tries, true))
 			continue;
 		if (ret) {
@@ -314,9 +358,15 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 		}
 		m = pfart_meta_of(t, pfart_off(t, l));
 		e = m ? pfart_leaf_find(t, l, m, key, klen) : -1;
+		if (e >= 0 && nowait &&
+		    want_prune(l, m, m->n - 1, pfart_leaf_live_after(l, m, e))) {
+			pfart_unlock(t, pfart_lk(l));
+			ret = -EAGAIN;
+			break;
+		}
 		if (e >= 0) {
 			blob = pfart_leaf_invalidate(t, l, m, e);
-			prune = want_prune(l, m);
+			prune = want_prune(l, m, m->n, m->live);
 		}
 		pfart_unlock(t, pfart_lk(l));
 		ret = !m ? -EUCLEAN : e < 0 ? -ENOENT : 0;
@@ -324,17 +374,22 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	}
 	if (!ret)
 		pfart_stat_add(t, keys, -1);
-	pmidx_epoch_exit(&t->pool->epoch);
-	if (ret)
-		return ret;
-	if (blob) {
+	if (!ret && blob) {
 		pfart_stat_add(t, blob_bytes,
 			       -(s64)pmidx_alloc_size(&t->pool->alloc, blob));
-		pmidx_blob_retire(t->pool, blob);
+		/* no-wait: in the section, where a retire never waits */
+		if (nowait)
+			pmidx_blob_retire(t->pool, blob);
 	}
-	if (prune)
+	pmidx_epoch_exit(&t->pool->epoch);
+	if (!ret && blob && !nowait)
+		pmidx_blob_retire(t->pool, blob);
+	if (!ret && prune)
 		smo_prune(t, key, klen);
-	return 0;
+out:
+	if (ret != -EAGAIN)
+		pfart_stat_inc(t, ops_del);	/* a refused one runs again */
+	return ret;
 }
 
 /* ---- scan, check, stats ------------------------------------------------------ */
@@ -496,6 +551,7 @@ static void pfart_destroy(struct pmidx_index *idx)
 const struct pmidx_engine_ops pmidx_pfart_ops = {
 	.id		= PMIDX_ENGINE_PFART,
 	.name		= "pfart",
+	.flags		= PMIDX_ENGINE_F_NOWAIT,
 	.open		= pfart_open,
 	.close		= pfart_close,
 	.destroy	= pfart_destroy,

@@ -349,6 +349,7 @@ bool pfart_leaf_fits(const struct pfart_leaf *l, const struct pfart_meta *m,
 		     u32 bytes, bool entry);
 u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 		      struct pfart_meta *m, const struct pfart_rec *r, int old);
+u32 pfart_leaf_live_after(struct pfart_leaf *l, struct pfart_meta *m, int e);
 u64 pfart_leaf_invalidate(struct pfart *t, struct pfart_leaf *l,
 			  struct pfart_meta *m, int e);
 void pfart_leaf_init(struct pfart *t, struct pfart_leaf *l, u8 klass,
@@ -440,7 +441,7 @@ int pfart_scan(struct pfart *t, const u8 *start, u32 start_len, bool after,
 	       const u8 *end, u32 end_len, struct pmidx_scan_sink *sink);
 
 s64 pfart_sum(struct pfart *t, size_t field);
-void pfart_writer_enter(struct pfart *t);
+int pfart_writer_enter(struct pfart *t, bool nowait);
 bool pfart_retry(struct pfart *t, unsigned int *tries, bool writer);
 void pfart_freeze(struct pfart *t);
 void pfart_thaw(struct pfart *t);

@@ -76,8 +76,11 @@ static void *t_alloc(struct utree *t, size_t size, gfp_t gfp)
 
 	if (!p && !gfpflags_allow_blocking(gfp)) {
 		spin_lock(&tr->stash_lock);
-		if (tr->nstash)
-			p = tr->stash[--tr->nstash];
+		if (tr->nstash) {
+			/* WRITE_ONCE: ut_tree_stash_full() reads it unlocked */
+			WRITE_ONCE(tr->nstash, tr->nstash - 1);
+			p = tr->stash[tr->nstash];
+		}
 		spin_unlock(&tr->stash_lock);
 		if (p)
 			memset(p, 0, size);
@@ -112,14 +115,22 @@ int ut_tree_reserve(struct utree *t)
 			return -ENOMEM;
 		spin_lock(&tr->stash_lock);
 		full = tr->nstash == UT_STASH_MAX;
-		if (!full)
-			tr->stash[tr->nstash++] = p;
+		if (!full) {
+			tr->stash[tr->nstash] = p;
+			WRITE_ONCE(tr->nstash, tr->nstash + 1);
+		}
 		spin_unlock(&tr->stash_lock);
 		if (full) {
 			kfree(p);
 			return 0;
 		}
 	}
+}
+
+/* Is the split stash full (what ut_tree_reserve() leaves)? */
+bool ut_tree_stash_full(struct utree *t)
+{
+	return READ_ONCE(t->tree.nstash) == UT_STASH_MAX;
 }
 
 static size_t ikey_size(u32 len)

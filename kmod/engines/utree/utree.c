@@ -48,14 +48,21 @@
 
 /* ---- sections --------------------------------------------------------- */
 
-static void writer_enter(struct utree *t)
+/*
+ * Enter a writer section, once the checker lets writers in.
+ * Return: 0 inside it; -EAGAIN (outside) when @nowait and the checker
+ * holds writers off.
+ */
+static int writer_enter(struct utree *t, bool nowait)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
 		/* pairs with ut_thaw(): the checker's walk is over */
 		if (likely(!smp_load_acquire(&t->frozen)))
-			return;
+			return 0;
 		pmidx_epoch_exit(&t->pool->epoch);
+		if (nowait)
+			return -EAGAIN;
 		mutex_lock(&t->gate);
 		mutex_unlock(&t->gate);
 	}
@@ -74,7 +81,11 @@ static void writer_enter(struct utree *t)
  * same word, and that word is still the one seen before the wait, no
  * writer holds it: after UT_STUCK_ROUNDS of these, give up.
  *
- * Return: 0, or -EUCLEAN; either way the caller is back in a section.
+ * A no-wait writer (@r->nowait, core/engine.h) cannot let the CPU go: it
+ * answers -EAGAIN there instead, before its change, as every round is.
+ *
+ * Return: 0, -EUCLEAN or -EAGAIN; the caller is still or again in a
+ * section.
  */
 static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 {
@@ -83,6 +94,8 @@ static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 	cpu_relax();
 	if (++r->tries % UT_BACKOFF_TRIES)
 		return 0;
+	if (r->nowait)
+		return -EAGAIN;
 	pmidx_epoch_exit(&t->pool->epoch);
 	if (!(r->tries % UT_STUCK_TRIES)) {
 		if (!r->changed && r->off == r->seen_off && r->w == r->seen_w)
@@ -100,7 +113,7 @@ static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 	}
 	cond_resched();
 	if (writer)
-		writer_enter(t);
+		writer_enter(t, false);
 	else
 		pmidx_epoch_enter(&t->pool->epoch);
 	if (ret)
@@ -320,15 +333,41 @@ static int put_insert(struct utree *t, const struct ut_skey *k, u64 pred,
 	return 0;
 }
 
+/*
+ * Retire what the put replaced. Outside a section a retire may wait for
+ * the epochs (pmidx_epoch_retire_fn(), when memory is short); inside one
+ * it never does.
+ */
+static void put_retire(struct utree *t, struct put_ctx *p)
+{
+	if (p->old_node)
+		ut_node_retire(t, p->old_node);
+	if (p->old_blob)
+		ut_blob_retire(t, p->old_blob);
+	p->old_node = 0;
+	p->old_blob = 0;
+}
+
 static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		  const u8 *val, u32 vlen, u32 flags)
 {
 	struct utree *t = idx->priv;
-	struct put_ctx p = {};
+	struct put_ctx p = { .retry.nowait = flags & PMIDX_WRITE_NOWAIT };
 	struct ut_skey k;
 	u64 cur, pred, w;
 	int ret;
 
+	/*
+	 * An insert's publish may split tree nodes after the commit: with
+	 * atomic memory short it takes the stash, and sleeps to refill it
+	 * only when that is empty. A no-wait put starts only with a full
+	 * stash; a put that may sleep fills it first.
+	 */
+	if (unlikely(!ut_tree_stash_full(t))) {
+		if (p.retry.nowait)
+			return -EAGAIN;
+		ut_tree_reserve(t);
+	}
 	this_cpu_inc(t->pcpu->ops_put);
 	ut_skey_init(&k, key, klen);
 	if (vlen > UT_INLINE_MAX) {
@@ -341,7 +380,9 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		memcpy(&p.vword, val, vlen);
 	}
 
-	writer_enter(t);
+	ret = writer_enter(t, p.retry.nowait);
+	if (ret)
+		goto out;
 	for (;;) {
 		cur = ut_tree_find(t, &k, &pred);
 		if (!cur) {
@@ -367,29 +408,32 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 		if (ret)
 			break;
 	}
+	/* no-wait: retire in the section, where a retire never waits */
+	if (p.retry.nowait)
+		put_retire(t, &p);
 	pmidx_epoch_exit(&t->pool->epoch);
 	if (p.straggler)
 		atomic_dec(&t->stragglers);
-
+	put_retire(t, &p);
+out:
 	if (p.node)
 		ut_node_free(t, p.node);
 	if (p.kblob)
 		ut_blob_free(t, p.kblob);
 	if (p.vblob)
 		ut_blob_free(t, p.vblob);
-	if (p.old_node)
-		ut_node_retire(t, p.old_node);
-	if (p.old_blob)
-		ut_blob_retire(t, p.old_blob);
+	if (ret == -EAGAIN)
+		this_cpu_dec(t->pcpu->ops_put);	/* counted when run again */
 	return ret;
 }
 
 /* ---- delete ------------------------------------------------------------ */
 
-static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
+static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen,
+		  u32 flags)
 {
 	struct utree *t = idx->priv;
-	struct ut_retry r = {};
+	struct ut_retry r = { .nowait = flags & PMIDX_WRITE_NOWAIT };
 	u64 cur, pred, w, pwv;
 	struct ut_lnode *c;
 	struct ut_skey k;
@@ -397,9 +441,10 @@ static int ut_del(struct pmidx_index *idx, const u8 *key, u32 klen)
 	u32 meta = 0;
 	int ret;
 
+	if (writer_enter(t, r.nowait))
+		return -EAGAIN;
 	this_cpu_inc(t->pcpu->ops_del);
 	ut_skey_init(&k, key, klen);
-	writer_enter(t);
 	for (;;) {
 		cur = ut_tree_find(t, &k, &pred);
 		if (!cur) {
@@ -433,7 +478,9 @@ retry:
 		if (ret)
 			break;
 	}
-	pmidx_epoch_exit(&t->pool->epoch);
+	/* no-wait: retire in the section (put_retire()) */
+	if (!r.nowait)
+		pmidx_epoch_exit(&t->pool->epoch);
 	if (!ret) {
 		if (meta & UT_M_KBLOB)
 			ut_blob_retire(t, le64_to_cpu(c->key));
@@ -441,6 +488,10 @@ retry:
 			ut_blob_retire(t, le64_to_cpu(c->val));
 		ut_node_retire(t, cur);
 	}
+	if (r.nowait)
+		pmidx_epoch_exit(&t->pool->epoch);
+	if (ret == -EAGAIN)
+		this_cpu_dec(t->pcpu->ops_del);	/* counted when run again */
 	return ret;
 }
 
@@ -729,6 +780,7 @@ static void ut_destroy(struct pmidx_index *idx)
 const struct pmidx_engine_ops pmidx_utree_ops = {
 	.id		= PMIDX_ENGINE_UTREE,
 	.name		= "utree",
+	.flags		= PMIDX_ENGINE_F_NOWAIT,
 	.open		= ut_open,
 	.close		= ut_close,
 	.destroy	= ut_destroy,

@@ -276,6 +276,7 @@ struct ut_retry {
 	unsigned int	tries;
 	unsigned int	stuck;
 	bool		changed;
+	bool		nowait;		/* PMIDX_WRITE_NOWAIT: never let go */
 	u64		off, w;
 	u64		seen_off, seen_w;
 };
@@ -343,6 +344,7 @@ int ut_val_copy(const struct utree *t, const struct ut_val *v, void *dst,
 int ut_tree_init(struct utree *t);
 void ut_tree_free(struct utree *t);
 int ut_tree_reserve(struct utree *t);
+bool ut_tree_stash_full(struct utree *t);
 u64 ut_tree_get(struct utree *t, const struct ut_skey *k);
 u64 ut_tree_find(struct utree *t, const struct ut_skey *k, u64 *pred);
 int ut_tree_insert(struct utree *t, const struct ut_skey *k, u64 node);

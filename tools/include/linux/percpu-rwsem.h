@@ -31,6 +31,11 @@ static inline void percpu_down_read(struct percpu_rw_semaphore *s)
 	down_read(&s->rw);
 }
 
+static inline bool percpu_down_read_trylock(struct percpu_rw_semaphore *s)
+{
+	return down_read_trylock(&s->rw);
+}
+
 static inline void percpu_up_read(struct percpu_rw_semaphore *s)
 {
 	up_read(&s->rw);
