@@ -3,7 +3,8 @@
  * The embedded backend: a pool image in a regular file, attached in this
  * process with the userspace build of kmod/core (tools/testing/pool_file.h)
  * and driven through the kernel's own dispatcher, pmidx_dispatch(), with a
- * memcpy uaccess. Same commands, same semantics as the device backend.
+ * memcpy uaccess (pmidx_pool_file_uaccess). Same commands, same semantics
+ * as the device backend.
  *
  * Built only into build/lib/libpmidx-embedded.a (libpmidx/embedded.mk),
  * with the shim include flags; pool.c registers it under PMIDX_EMBEDDED.
@@ -43,48 +44,6 @@
 
 #include "internal.h"
 
-static int file_from(void *dst, u64 src, u32 len)
-{
-	if (!len)
-		return 0;
-	if (!src || !dst)
-		return -EFAULT;
-	memcpy(dst, (const void *)(uintptr_t)src, len);
-	return 0;
-}
-
-static int file_to(u64 dst, const void *src, u32 len)
-{
-	if (!len)
-		return 0;
-	if (!dst || !src)
-		return -EFAULT;
-	memcpy((void *)(uintptr_t)dst, src, len);
-	return 0;
-}
-
-static int file_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
-{
-	struct pmidx_cmd *u = (void *)(uintptr_t)dst;
-	u32 i;
-
-	if (!u)
-		return -EFAULT;
-	for (i = 0; i < n; i++) {
-		u[i].flags = ents[i].flags;
-		u[i].val_len = ents[i].val_len;
-		u[i].count = ents[i].count;
-		u[i].result = ents[i].result;
-	}
-	return 0;
-}
-
-static const struct pmidx_uaccess file_uaccess = {
-	.from		= file_from,
-	.to		= file_to,
-	.batch_out	= file_batch_out,
-};
-
 static bool file_probe(const char *path, const struct stat *st)
 {
 	(void)path;
@@ -121,7 +80,7 @@ static int file_cmd(struct pmidx_pool *pool, struct pmidx_cmd *c)
 {
 	struct pmidx_pool_file *pf = pool->priv;
 
-	return pmidx_dispatch(pf->pool, c, &file_uaccess, 0);
+	return pmidx_dispatch(pf->pool, c, &pmidx_pool_file_uaccess, 0);
 }
 
 static void file_close(struct pmidx_pool *pool)

@@ -27,6 +27,7 @@
 #include "core/dispatch.h"
 #include "core/engine.h"
 #include "engine-kv.h"
+#include "pool_file.h"
 #include "harness.h"
 
 #define SZ		(64ULL << 20)
@@ -201,36 +202,6 @@ static void nowait_refusal_changes_nothing(void)
 
 /* ---- the dispatcher's BATCH ------------------------------------------- */
 
-static int mem_from(void *dst, u64 src, u32 len)
-{
-	memcpy(dst, (void *)(uintptr_t)src, len);
-	return 0;
-}
-
-static int mem_to(u64 dst, const void *src, u32 len)
-{
-	memcpy((void *)(uintptr_t)dst, src, len);
-	return 0;
-}
-
-static int mem_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
-{
-	struct pmidx_cmd *u = (void *)(uintptr_t)dst;
-	u32 i;
-
-	for (i = 0; i < n; i++) {
-		u[i].flags = ents[i].flags;
-		u[i].val_len = ents[i].val_len;
-		u[i].count = ents[i].count;
-		u[i].result = ents[i].result;
-	}
-	return 0;
-}
-
-static const struct pmidx_uaccess mem_ua = {
-	.from = mem_from, .to = mem_to, .batch_out = mem_batch_out,
-};
-
 #define NB_ENTS		48	/* at most the no-wait batch's 64 */
 
 struct nb_batch {
@@ -309,13 +280,13 @@ static void nowait_batch_runs_once(void)
 			      "%s: create: %s", pmidx_engine_name(e), why);
 		for (base = 0; base < 200 * NB_ENTS; base += NB_ENTS) {
 			nb_fill(b, idx->id, base, &cmd);
-			ret = pmidx_dispatch(pool, &cmd, &mem_ua,
+			ret = pmidx_dispatch(pool, &cmd, &pmidx_pool_file_uaccess,
 					     PMIDX_DISPATCH_NOWAIT);
 			if (ret == -EAGAIN) {
 				refused++;
 				UT_EQ(memcmp(b->ent, b->in, sizeof(b->ent)), 0);
 				UT_EQ(nb_present(idx, base), 0);
-				ret = pmidx_dispatch(pool, &cmd, &mem_ua, 0);
+				ret = pmidx_dispatch(pool, &cmd, &pmidx_pool_file_uaccess, 0);
 			} else {
 				inline_ok++;
 			}

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <shim/pmem.h>
+#include "core/dispatch.h"
 #include "pool_file.h"
 
 #ifndef BLKGETSIZE64
@@ -224,3 +226,47 @@ void pmidx_pool_file_close(struct pmidx_pool_file *pf)
 	pmidx_pool_file_sync(pf);
 	pmidx_pool_file_unmap(pf);
 }
+
+/* ---- the dispatcher's user access, in process ---------------------------- */
+
+static int mem_from(void *dst, u64 src, u32 len)
+{
+	if (!len)
+		return 0;
+	if (!src || !dst)
+		return -EFAULT;
+	memcpy(dst, (const void *)(uintptr_t)src, len);
+	return 0;
+}
+
+static int mem_to(u64 dst, const void *src, u32 len)
+{
+	if (!len)
+		return 0;
+	if (!dst || !src)
+		return -EFAULT;
+	memcpy((void *)(uintptr_t)dst, src, len);
+	return 0;
+}
+
+static int mem_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
+{
+	struct pmidx_cmd *u = (void *)(uintptr_t)dst;
+	u32 i;
+
+	if (!u)
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		u[i].flags = ents[i].flags;
+		u[i].val_len = ents[i].val_len;
+		u[i].count = ents[i].count;
+		u[i].result = ents[i].result;
+	}
+	return 0;
+}
+
+const struct pmidx_uaccess pmidx_pool_file_uaccess = {
+	.from		= mem_from,
+	.to		= mem_to,
+	.batch_out	= mem_batch_out,
+};

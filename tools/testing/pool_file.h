@@ -51,6 +51,13 @@ int pmidx_pool_file_open(const char *path, unsigned int flags,
 			 struct pmidx_pool_file **out, const char **why);
 void pmidx_pool_file_close(struct pmidx_pool_file *pf);
 
+/*
+ * pmidx_dispatch()'s user access for a caller in this process, whose
+ * "user" pointers are its own: memcpy, a NULL pointer is -EFAULT.
+ */
+struct pmidx_uaccess;
+extern const struct pmidx_uaccess pmidx_pool_file_uaccess;
+
 /* "16M", "1G", "4096", "1.5G" -> bytes; 0 on a malformed size */
 u64 pmidx_parse_size(const char *s);
 
