@@ -14,12 +14,16 @@
  * non-blocking first issue, dispatch.c): the engine must not sleep (no
  * mutex, no sleeping allocation, no wait for a checker's freeze, a GC or
  * another writer's sleeping section, no cond_resched()). Where it would,
- * it returns -EAGAIN, and only before the operation has changed anything
+ * it returns -EAGAIN (an atomic allocation that failed, too: the blocking
+ * run may find memory), and only before the operation has changed anything
  * another thread or a recovery could see: the caller runs the whole
  * operation again where it may sleep, so a change made before -EAGAIN
  * would be made twice. (Work that keeps every key's value, such as
- * flushing a buffer, may have been done.) The fast path, a write that
- * needs no structure modification, should not need -EAGAIN. An engine
+ * flushing a buffer, may have been done.) Past its change it may sleep
+ * only where memory has run out and it cannot refuse any more (utree's
+ * publish refilling its split stash, its README): the submission then
+ * waits, nothing else goes wrong. The fast path, a write that needs no
+ * structure modification, should not need -EAGAIN. An engine
  * that does not honour the flag leaves PMIDX_ENGINE_F_NOWAIT unset and
  * the dispatcher never passes it.
  *

@@ -62,10 +62,11 @@ int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),
 	e->pcpu = alloc_percpu(struct pmidx_epoch_cpu);
 	if (!e->pcpu)
 		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		spin_lock_init(&per_cpu_ptr(e->pcpu, cpu)->lock);
 	for_each_possible_cpu(cpu) {
 		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
 
-		spin_lock_init(&c->lock);
 		/* a first retire needs no memory (see Memory above) */
 		c->items = kmalloc_array(LIMBO_FIRST, sizeof(*c->items),
 					 GFP_KERNEL);
@@ -140,7 +141,9 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 static int limbo_grow(struct pmidx_epoch_cpu *c)
 {
 	unsigned int cap = 2 * c->cap;
-	struct limbo *n = kmalloc_array(cap, sizeof(*n), GFP_ATOMIC);
+	/* tried again by the next retire: no warning */
+	struct limbo *n = kmalloc_array(cap, sizeof(*n),
+					GFP_ATOMIC | __GFP_NOWARN);
 
 	if (!n)
 		return -ENOMEM;

@@ -96,6 +96,16 @@ static bool lt_want(struct b3 *t, int ret)
 	return (ret == -ENOMEM || ret == -ENOSPC) && READ_ONCE(t->lt_want);
 }
 
+/*
+ * What a no-wait writer answers for @ret instead of lt_retry(), which
+ * sleeps: -EAGAIN for a lock-table leaf to allocate (-ENOMEM, or a leaf
+ * some writer wants: the blocking run fills it), else @ret.
+ */
+static int lt_refuse(struct b3 *t, int ret)
+{
+	return ret == -ENOMEM || lt_want(t, ret) ? -EAGAIN : ret;
+}
+
 static bool lt_retry(struct b3 *t, int *ret, unsigned int *tries)
 {
 	int r;
@@ -384,8 +394,9 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	if (vlen > B3_INLINE_MAX) {
 		/* the big copy and its flushes happen outside the section */
 		pc.vblob = b3_blob_write(t, val, vlen);
+		ret = -ENOSPC;
 		if (!pc.vblob)
-			return -ENOSPC;
+			goto out;
 		pc.vword = cpu_to_le64(pc.vblob);
 	} else {
 		memcpy(&pc.vword, val, vlen);
@@ -407,8 +418,8 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 			if (!ret)
 				continue;
 		}
-		if (nowait && lt_want(t, ret)) {
-			ret = -EAGAIN;
+		if (nowait) {
+			ret = lt_refuse(t, ret);
 			break;
 		}
 		if (!lt_retry(t, &ret, &lt_tries))
@@ -634,8 +645,8 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 			if (ret == -EAGAIN)
 				continue;
 		}
-		if (nowait && lt_want(t, ret)) {
-			ret = -EAGAIN;
+		if (nowait) {
+			ret = lt_refuse(t, ret);
 			break;
 		}
 		if (!lt_retry(t, &ret, &lt_tries))

@@ -679,9 +679,10 @@ static int write_kv(struct ccl_tree *t, const u8 *key, u32 klen,
 	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	int ret;
 
-	if (nowait && ccl_gc_behind(t))
+	if (!nowait)
+		ccl_gc_throttle(t);
+	else if (ccl_gc_behind(t))
 		return -EAGAIN;
-	ccl_gc_throttle(t);
 	ret = write_once(t, key, klen, val, vlen, flags);
 	if (ret == -ENOSPC && nowait)
 		return -EAGAIN;
@@ -697,16 +698,19 @@ static int ccl_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	static const u8 empty;
 	int ret;
 
-	ccl_stat_inc(t, put);
 	if (!ccl_ready(t)) {
 		if (flags & PMIDX_WRITE_NOWAIT)
 			return -EAGAIN;		/* the first put: a mutex */
 		ret = ccl_lazy_init(t);
 		if (ret)
-			return ret;
+			goto out;
 	}
 	/* a NULL value means a delete to write_once(): empty values are not */
-	return write_kv(t, key, klen, val ? val : &empty, vlen, flags);
+	ret = write_kv(t, key, klen, val ? val : &empty, vlen, flags);
+out:
+	if (ret != -EAGAIN)
+		ccl_stat_inc(t, put);	/* a refused one runs again */
+	return ret;
 }
 
 static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen,
@@ -714,10 +718,14 @@ static int ccl_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 {
 	struct ccl_tree *t = idx->priv;
 
-	ccl_stat_inc(t, del);
-	if (!ccl_ready(t))
-		return -ENOENT;
-	return write_kv(t, key, klen, NULL, 0, flags & PMIDX_WRITE_NOWAIT);
+	int ret = -ENOENT;
+
+	if (ccl_ready(t))
+		ret = write_kv(t, key, klen, NULL, 0,
+			       flags & PMIDX_WRITE_NOWAIT);
+	if (ret != -EAGAIN)
+		ccl_stat_inc(t, del);	/* a refused one runs again */
+	return ret;
 }
 
 /* ---- scan ---------------------------------------------------------------- */

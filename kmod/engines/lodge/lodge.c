@@ -378,10 +378,11 @@ static int lodge_write_room(struct lodge *t, const u8 *k, u32 klen,
 	bool nowait = flags & PMIDX_WRITE_NOWAIT;
 	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert, nowait);
 
+	/* no atomic memory under a node's lock: the blocking run may find it */
+	if (nowait && (ret == -ENOSPC || ret == -ENOMEM))
+		return -EAGAIN;
 	if (ret != -ENOSPC)
 		return ret;
-	if (nowait)
-		return -EAGAIN;
 	drain(t, true);
 	return lodge_write(t, k, klen, v, vlen, tomb, insert, false);
 }

@@ -253,8 +253,9 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	if (vlen > PFART_VINLINE_MAX) {
 		/* out of the section: it allocates and persists */
 		blob = pmidx_blob_write(t->pool, val, vlen);
+		ret = -ENOSPC;
 		if (!blob)
-			return -ENOSPC;
+			goto out;
 		pp.rec.vfield = PFART_VBLOB;
 		pp.rec.blob = blob;
 	} else {
