@@ -12,7 +12,8 @@
 # build's copies under build/measure/old/ for "before", with PMIDX_KO set
 # for pmidx-vm; pmidx-bench runs the pmidxctl beside it). DIST=sequential
 # walks the keys in order as the kernel path does; SQ=1 adds an SQPOLL
-# ring. Results: build/measure/i15-TAG-DIST-WORKLOAD-ENGINE.json, read by
+# ring; ENGINES (default "ccl utree") and WORKLOADS (default "C update")
+# pick what runs. Results: build/measure/i15-TAG-DIST-WORKLOAD-ENGINE.json, read by
 # docs/measurements/issue15-item5-table.py.
 #
 # path=ioctl reads the clock twice per operation (the guest's clocksource
@@ -25,8 +26,8 @@ build/bin/pmidxctl attach /dev/pmem0 >/dev/null
 insmod "$DENTRY"
 extra=""
 [ -n "$SQ" ] && extra="path=uring,qd=64,batch=16,sqpoll=1"
-for w in C update; do
-	for e in ccl utree; do
+for w in ${WORKLOADS:-C update}; do
+	for e in ${ENGINES:-ccl utree}; do
 		echo "### $TAG workload $w engine $e dist $DIST"
 		"$BENCH" --engine $e --workload $w --keys 100000 --ops 200000 \
 			--dist "$DIST" \
