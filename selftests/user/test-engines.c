@@ -34,12 +34,17 @@ static bool val_is(const u8 *b, u32 len, u64 v)
 	return len == ekv_hval(v, want) && !memcmp(b, want, len);
 }
 
-static int kv_put(struct pmidx_index *idx, u64 i, u64 v)
+static int kv_put_flags(struct pmidx_index *idx, u64 i, u64 v, u32 flags)
 {
 	u8 k[64], b[128];
 	u32 kl = ekv_hkey(i, k), vl = ekv_hval(v, b);
 
-	return idx->ops->put(idx, k, kl, b, vl, 0);
+	return idx->ops->put(idx, k, kl, b, vl, flags);
+}
+
+static int kv_put(struct pmidx_index *idx, u64 i, u64 v)
+{
+	return kv_put_flags(idx, i, v, 0);
 }
 
 static int kv_get(struct pmidx_index *idx, u64 i, u64 *v, bool *ok)
@@ -54,12 +59,17 @@ static int kv_get(struct pmidx_index *idx, u64 i, u64 *v, bool *ok)
 	return 0;
 }
 
-static int kv_del(struct pmidx_index *idx, u64 i)
+static int kv_del_flags(struct pmidx_index *idx, u64 i, u32 flags)
 {
 	u8 k[64];
 	u32 kl = ekv_hkey(i, k);
 
-	return idx->ops->del(idx, k, kl, 0);
+	return idx->ops->del(idx, k, kl, flags);
+}
+
+static int kv_del(struct pmidx_index *idx, u64 i)
+{
+	return kv_del_flags(idx, i, 0);
 }
 
 /* state[i]: 0 absent, else value + 1 */
@@ -354,6 +364,8 @@ struct kv_arg {
 static int kv_workload(struct crashsim *cs, void *img, u64 size, void *arg)
 {
 	struct kv_arg *a = arg;
+	bool has_nowait = pmidx_engine_ops(a->engine)->flags &
+			  PMIDX_ENGINE_F_NOWAIT;
 	struct pmidx_pool *pool;
 	struct pmidx_index *idx;
 	const char *why = NULL;
@@ -379,7 +391,17 @@ static int kv_workload(struct crashsim *cs, void *img, u64 size, void *arg)
 
 		op = crashsim_op_begin(cs, del ? CRASHSIM_OP_DEL : CRASHSIM_OP_PUT,
 				       "kv", key, kl, v);
-		ret = del ? kv_del(idx, k) : kv_put(idx, k, v);
+		/*
+		 * every other write no-wait first, as io_uring issues it: a
+		 * crash inside a refused attempt (and what it flushed before
+		 * refusing) is checked as well
+		 */
+		ret = -EAGAIN;
+		if (i % 2 && has_nowait)
+			ret = del ? kv_del_flags(idx, k, PMIDX_WRITE_NOWAIT) :
+				    kv_put_flags(idx, k, v, PMIDX_WRITE_NOWAIT);
+		if (ret == -EAGAIN)
+			ret = del ? kv_del(idx, k) : kv_put(idx, k, v);
 		if (ret && !(del && ret == -ENOENT))
 			return ret;
 		crashsim_op_ack(cs, op);
