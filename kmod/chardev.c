@@ -14,50 +14,13 @@
 #include "core/dispatch.h"
 #include "pool_dev.h"
 #include "uring.h"
-
-static int uaccess_from(void *dst, u64 src, u32 len)
-{
-	return copy_from_user(dst, u64_to_user_ptr(src), len) ? -EFAULT : 0;
-}
-
-static int uaccess_to(u64 dst, const void *src, u32 len)
-{
-	return copy_to_user(u64_to_user_ptr(dst), src, len) ? -EFAULT : 0;
-}
-
-/* The outputs of @n BATCH entries: one user access window, four stores each. */
-static int uaccess_batch_out(u64 dst, const struct pmidx_cmd *ents, u32 n)
-{
-	struct pmidx_cmd __user *u = u64_to_user_ptr(dst);
-	u32 i;
-
-	if (!user_write_access_begin(u, array_size(n, sizeof(*u))))
-		return -EFAULT;
-	for (i = 0; i < n; i++) {
-		unsafe_put_user(ents[i].flags, &u[i].flags, fault);
-		unsafe_put_user(ents[i].val_len, &u[i].val_len, fault);
-		unsafe_put_user(ents[i].count, &u[i].count, fault);
-		unsafe_put_user(ents[i].result, &u[i].result, fault);
-	}
-	user_write_access_end();
-	return 0;
-fault:
-	user_write_access_end();
-	return -EFAULT;
-}
+#include "user_access.h"
 
 /* A file opened without write access serves reads only (uapi). */
 unsigned int pmidx_file_dispatch_flags(const struct file *file)
 {
 	return file->f_mode & FMODE_WRITE ? 0 : PMIDX_DISPATCH_RDONLY;
 }
-
-/* user memory of the calling task, for the ioctl and io_uring paths */
-const struct pmidx_uaccess pmidx_user_access = {
-	.from		= uaccess_from,
-	.to		= uaccess_to,
-	.batch_out	= uaccess_batch_out,
-};
 
 static long pmidx_chardev_ioctl(struct file *file, unsigned int op,
 				unsigned long arg)

@@ -4,9 +4,7 @@
 
 struct file;
 struct pmidx_pool_dev;
-struct pmidx_uaccess;
 
-extern const struct pmidx_uaccess pmidx_user_access;
 unsigned int pmidx_file_dispatch_flags(const struct file *file);
 
 int pmidx_chardev_register(struct pmidx_pool_dev *d);

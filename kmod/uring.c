@@ -31,6 +31,7 @@
 #include "core/dispatch.h"
 #include "pool_dev.h"
 #include "chardev.h"
+#include "user_access.h"
 #include "uring.h"
 
 /* The second output word of a completed command (see file comment). */

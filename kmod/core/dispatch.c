@@ -99,9 +99,17 @@ static void *scratch_get(struct pmidx_pool *pool, u32 len, unsigned int flags,
 			if (buf)
 				return buf;
 		}
-		/* the cache is empty: a new one, for it, unless in a hurry */
+		/*
+		 * The cache is empty: a new buffer for it. In a hurry too,
+		 * or a ring whose every command runs on io_uring's first
+		 * issue would allocate (and, with init_on_alloc, clear) one
+		 * per BATCH forever.
+		 */
 		if (!nowait)
 			return kvmalloc(SCRATCH_SIZE, GFP_KERNEL);
+		buf = kmalloc(SCRATCH_SIZE, GFP_NOWAIT | __GFP_NOWARN);
+		if (buf)
+			return buf;
 		*cache = false;
 	}
 	if (nowait)
