@@ -31,24 +31,50 @@
 		len -= sizeof(type);					\
 	}
 
-static int uaccess_from(void *dst, u64 src, u32 len)
+/*
+ * All of @n segments in one window when each is short: a window's STAC,
+ * CLAC and speculation barrier cost more than copying a key (and under
+ * TCG each STAC or CLAC ends a translation block: 88 % of this function's
+ * samples in a BATCH of updates).
+ */
+static int uaccess_from(const struct pmidx_useg *seg, unsigned int n)
 {
-	const char __user *u = u64_to_user_ptr(src);
-	char *d = dst;
+	const char __user *u;
+	unsigned int i;
+	u32 len;
+	char *d;
 
-	if (len > UACCESS_LOOP_MAX)
-		return copy_from_user(dst, u, len) ? -EFAULT : 0;
-	if (!user_read_access_begin(u, len))
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (seg[i].len > UACCESS_LOOP_MAX)
+			goto one_by_one;
+	/* the first segment's check is user_read_access_begin()'s */
+	for (i = 1; i < n; i++)
+		if (!access_ok(u64_to_user_ptr(seg[i].src), seg[i].len))
+			return -EFAULT;
+	if (!user_read_access_begin(u64_to_user_ptr(seg[0].src), seg[0].len))
 		return -EFAULT;
-	copy_in_loop(d, u, len, u64, fault);
-	copy_in_loop(d, u, len, u32, fault);
-	copy_in_loop(d, u, len, u16, fault);
-	copy_in_loop(d, u, len, u8, fault);
+	for (i = 0; i < n; i++) {
+		u = u64_to_user_ptr(seg[i].src);
+		d = seg[i].dst;
+		len = seg[i].len;
+		copy_in_loop(d, u, len, u64, fault);
+		copy_in_loop(d, u, len, u32, fault);
+		copy_in_loop(d, u, len, u16, fault);
+		copy_in_loop(d, u, len, u8, fault);
+	}
 	user_read_access_end();
 	return 0;
 fault:
 	user_read_access_end();
 	return -EFAULT;
+one_by_one:
+	for (i = 0; i < n; i++)
+		if (copy_from_user(seg[i].dst, u64_to_user_ptr(seg[i].src),
+				   seg[i].len))
+			return -EFAULT;
+	return 0;
 }
 
 static int uaccess_to(u64 dst, const void *src, u32 len)

@@ -127,6 +127,14 @@ static void scratch_put(struct pmidx_pool *pool, void *buf, bool cache)
 	kvfree(buf);
 }
 
+/* One stretch of the caller's memory in (struct pmidx_uaccess). */
+static int copy_in(const struct pmidx_uaccess *ua, void *dst, u64 src, u32 len)
+{
+	struct pmidx_useg seg = { .dst = dst, .src = src, .len = len };
+
+	return ua->from(&seg, 1);
+}
+
 static bool is_write(u8 op)
 {
 	return op == PMIDX_OP_PUT || op == PMIDX_OP_DEL;
@@ -242,7 +250,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 	int ret;
 
 	if (c->end_key_len) {
-		ret = ua->from(end, c->end_key, c->end_key_len);
+		ret = copy_in(ua, end, c->end_key, c->end_key_len);
 		if (ret)
 			return ret;
 	}
@@ -301,29 +309,6 @@ out:
 	return ret;
 }
 
-static int do_put(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
-		  const struct pmidx_uaccess *ua, unsigned int flags,
-		  u32 wflags)
-{
-	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
-	u8 *val = small;
-	bool cache = false;
-	int ret;
-
-	if (c->val_len > sizeof(small)) {
-		val = scratch_get(idx->pool, c->val_len, flags, &cache);
-		if (!val)
-			return wflags ? -EAGAIN : -ENOMEM;
-	}
-	ret = ua->from(val, c->val, c->val_len);
-	if (!ret)
-		ret = idx->ops->put(idx, key, c->key_len, val, c->val_len,
-				    c->flags | wflags);
-	if (val != small)
-		scratch_put(idx->pool, val, cache);
-	return ret;
-}
-
 static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		     const u8 *key, unsigned int flags)
 {
@@ -343,8 +328,8 @@ static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
 }
 
 static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
-			const u8 *key, const struct pmidx_uaccess *ua,
-			unsigned int flags)
+			const u8 *key, const u8 *val,
+			const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	u32 wflags = 0;
 
@@ -358,7 +343,8 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 	case PMIDX_OP_GET:
 		return do_get(idx, cmd, key, ua, flags);
 	case PMIDX_OP_PUT:
-		return do_put(idx, cmd, key, ua, flags, wflags);
+		return idx->ops->put(idx, key, cmd->key_len, val, cmd->val_len,
+				     cmd->flags | wflags);
 	case PMIDX_OP_DEL:
 		return idx->ops->del(idx, key, cmd->key_len, wflags);
 	case PMIDX_OP_SCAN:
@@ -380,34 +366,54 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 
 /*
  * Run a command whose shape has been checked, holding the index pinned
- * (struct pmidx_index, "Lifetime") for the engine call.
+ * (struct pmidx_index, "Lifetime") for the engine call. The key, and a
+ * PUT's value, are copied in together (struct pmidx_uaccess.from).
  */
 static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		   const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	u8 key[PMIDX_KEY_MAX] __uninitialized;	/* key_len bytes copied in */
+	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
+	struct pmidx_useg in[2];
 	struct pmidx_index *idx;
+	unsigned int n = 0;
+	bool cache = false;
+	u8 *val = NULL;
 	int ret;
 
 	if (is_write(cmd->op) && (flags & PMIDX_DISPATCH_RDONLY))
 		return -EBADF;
 	if ((flags & PMIDX_DISPATCH_NOWAIT) && !nowait_op(cmd->op))
 		return -EAGAIN;
-	if (cmd->key_len) {
-		ret = ua->from(key, cmd->key, cmd->key_len);
-		if (ret)
-			return ret;
+	if (cmd->key_len)
+		in[n++] = (struct pmidx_useg){ key, cmd->key, cmd->key_len };
+	if (cmd->op == PMIDX_OP_PUT) {
+		val = small;
+		if (cmd->val_len > sizeof(small)) {
+			val = scratch_get(pool, cmd->val_len, flags, &cache);
+			if (!val)
+				return flags & PMIDX_DISPATCH_NOWAIT ? -EAGAIN :
+								       -ENOMEM;
+		}
+		in[n++] = (struct pmidx_useg){ val, cmd->val, cmd->val_len };
 	}
+	ret = ua->from(in, n);
+	if (ret)
+		goto out;
 	if (cmd->op == PMIDX_OP_LOOKUP)
 		return do_lookup(pool, cmd, key, flags);
 
+	ret = -ENXIO;
 	idx = pmidx_index_get(pool, cmd->index);
 	if (!idx)
-		return -ENXIO;
+		goto out;
 	ret = -EOPNOTSUPP;	/* an index of an engine this module lacks */
 	if (idx->opened)
-		ret = run_index_op(idx, cmd, key, ua, flags);
+		ret = run_index_op(idx, cmd, key, val, ua, flags);
 	pmidx_index_put(idx);
+out:
+	if (val && val != small)
+		scratch_put(pool, val, cache);
 	return ret;
 }
 
@@ -459,7 +465,7 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	ents = scratch_get(pool, c->val_len, flags, &cache);
 	if (!ents)
 		return nowait ? -EAGAIN : -ENOMEM;
-	ret = ua->from(ents, c->val, c->val_len);
+	ret = copy_in(ua, ents, c->val, c->val_len);
 	if (ret)
 		goto out;
 	for (i = 0; i < c->count; i++) {

@@ -5,10 +5,20 @@
 #include <linux/pmidx.h>
 #include "pool.h"
 
+/* @len bytes of the caller's memory at @src, to be copied to @dst */
+struct pmidx_useg {
+	void	*dst;
+	u64	src;
+	u32	len;
+};
+
 /*
  * How the dispatcher reaches the caller's buffers: copy_{from,to}_user in
  * the kernel, plain memcpy for libpmidx's in-process mode. All return 0
  * or -EFAULT.
+ *
+ * @from copies in @n segments at one moment: a PUT's key and value are
+ * read together, in one user-access window where that is what costs.
  *
  * @batch_out writes back what a BATCH changed in its @n entries, the
  * outputs of struct pmidx_cmd (flags, val_len, count, result), into the
@@ -16,7 +26,7 @@
  * the bytes of copying the array back.
  */
 struct pmidx_uaccess {
-	int (*from)(void *dst, u64 src, u32 len);
+	int (*from)(const struct pmidx_useg *seg, unsigned int n);
 	int (*to)(u64 dst, const void *src, u32 len);
 	int (*batch_out)(u64 dst, const struct pmidx_cmd *ents, u32 n);
 };

@@ -229,13 +229,17 @@ void pmidx_pool_file_close(struct pmidx_pool_file *pf)
 
 /* ---- the dispatcher's user access, in process ---------------------------- */
 
-static int mem_from(void *dst, u64 src, u32 len)
+static int mem_from(const struct pmidx_useg *seg, unsigned int n)
 {
-	if (!len)
-		return 0;
-	if (!src || !dst)
-		return -EFAULT;
-	memcpy(dst, (const void *)(uintptr_t)src, len);
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (seg[i].len && (!seg[i].src || !seg[i].dst))
+			return -EFAULT;
+	for (i = 0; i < n; i++)
+		if (seg[i].len)
+			memcpy(seg[i].dst, (const void *)(uintptr_t)seg[i].src,
+			       seg[i].len);
 	return 0;
 }
 
