@@ -368,9 +368,15 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
  * Run a command whose shape has been checked, holding the index pinned
  * (struct pmidx_index, "Lifetime") for the engine call. The key, and a
  * PUT's value, are copied in together (struct pmidx_uaccess.from).
+ *
+ * @pin: NULL for a single command. A BATCH passes the pin its previous
+ * entry left in *@pin (NULL at first): an entry naming the same index
+ * keeps it, one naming another index trades it, and the batch gives the
+ * last one back. A drop-index waits for the batch then, as for one op.
  */
 static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
-		   const struct pmidx_uaccess *ua, unsigned int flags)
+		   const struct pmidx_uaccess *ua, unsigned int flags,
+		   struct pmidx_index **pin)
 {
 	u8 key[PMIDX_KEY_MAX] __uninitialized;	/* key_len bytes copied in */
 	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
@@ -403,14 +409,22 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	if (cmd->op == PMIDX_OP_LOOKUP)
 		return do_lookup(pool, cmd, key, flags);
 
+	idx = pin ? *pin : NULL;
+	if (!idx || idx->id != cmd->index) {
+		if (idx)
+			pmidx_index_put(idx);
+		idx = pmidx_index_get(pool, cmd->index);
+		if (pin)
+			*pin = idx;
+	}
 	ret = -ENXIO;
-	idx = pmidx_index_get(pool, cmd->index);
 	if (!idx)
 		goto out;
 	ret = -EOPNOTSUPP;	/* an index of an engine this module lacks */
 	if (idx->opened)
 		ret = run_index_op(idx, cmd, key, val, ua, flags);
-	pmidx_index_put(idx);
+	if (!pin)
+		pmidx_index_put(idx);
 out:
 	if (val && val != small)
 		scratch_put(pool, val, cache);
@@ -454,6 +468,7 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		    const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	bool nowait = flags & PMIDX_DISPATCH_NOWAIT, wrote = false, cache;
+	struct pmidx_index *pin = NULL;	/* run_cmd() */
 	struct pmidx_cmd *ents;
 	u64 out = 0;
 	u32 i, failed = 0;
@@ -492,12 +507,12 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	for (i = 0; i < c->count; i++) {
 		ret = -EINTR;
 		if (!fatal_signal_pending(current))
-			ret = run_cmd(pool, &ents[i], ua, flags);
+			ret = run_cmd(pool, &ents[i], ua, flags, &pin);
 		if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT)) {
 			if (!wrote)
 				goto out;
 			flags &= ~PMIDX_DISPATCH_NOWAIT;
-			ret = run_cmd(pool, &ents[i], ua, flags);
+			ret = run_cmd(pool, &ents[i], ua, flags, &pin);
 		}
 		wrote |= is_write(ents[i].op);
 		ents[i].result = (u64)(s64)ret;
@@ -508,6 +523,8 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	if (!ret)
 		c->result = failed;
 out:
+	if (pin)
+		pmidx_index_put(pin);
 	scratch_put(pool, ents, cache);
 	return ret;
 }
@@ -534,5 +551,5 @@ int pmidx_dispatch(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		return ret;
 	if (cmd->op == PMIDX_OP_BATCH)
 		return do_batch(pool, cmd, ua, flags);
-	return run_cmd(pool, cmd, ua, flags);
+	return run_cmd(pool, cmd, ua, flags, NULL);
 }
