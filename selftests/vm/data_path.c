@@ -1747,6 +1747,63 @@ TEST_F(data, batch_ops)
 }
 
 /*
+ * Entries of one batch on two indexes, in runs and alternating, with an
+ * unknown index between them: each entry reaches its own index (the
+ * dispatcher keeps one index pinned across a run of entries naming it).
+ */
+TEST_F(data, batch_two_indexes)
+{
+	static const uint32_t pick[] = { 0, 0, 1, 1, 0, 1, 0, 2, 1, 1, 0 };
+	const uint32_t n = sizeof(pick) / sizeof(pick[0]);
+	struct pmidx_cmd e[sizeof(pick) / sizeof(pick[0])];
+	char keys[sizeof(pick) / sizeof(pick[0])][8], out[8][16];
+	struct ctx other = self->c;
+	uint32_t ids[3], i;
+	uint64_t engine, failed;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, pm_create(&self->nl, "second", variant->engine_id))
+		TH_LOG("%s", self->nl.msg);
+	ASSERT_EQ(0, op_lookup(&self->c, "second", &other.index, &engine));
+	ids[0] = self->c.index;
+	ids[1] = other.index;
+	ids[2] = 63;	/* no such index */
+	for (i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "tk%02u", i);
+		e[i] = batch_ent(&self->c, PMIDX_OP_PUT, keys[i],
+				 strlen(keys[i]), keys[i], strlen(keys[i]));
+		e[i].index = ids[pick[i]];
+	}
+	ASSERT_EQ(0, run_batch(&self->c, e, n, &failed));
+	ASSERT_EQ(1, failed);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(pick[i] == 2 ? -ENXIO : 0, (int64_t)e[i].result);
+	/* each key is in its own index only */
+	for (i = 0; i < n; i++) {
+		if (pick[i] == 2)
+			continue;
+		ASSERT_EQ(0, get_str(pick[i] ? &other : &self->c, keys[i],
+				     keys[i]));
+		ASSERT_EQ(-ENOENT, get_str(pick[i] ? &self->c : &other,
+					   keys[i], keys[i]));
+	}
+	/* GETs across both, alternating: each finds its index's value */
+	for (i = 0; i < 8; i++) {
+		const char *k = keys[i & 1 ? 2 : 0];
+
+		e[i] = batch_ent(&self->c, PMIDX_OP_GET, k, strlen(k), out[i],
+				 sizeof(out[i]));
+		e[i].index = ids[i & 1];
+	}
+	ASSERT_EQ(0, run_batch(&self->c, e, 8, &failed));
+	ASSERT_EQ(0, failed);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, (int64_t)e[i].result);
+		ASSERT_EQ(0, memcmp(out[i], keys[i & 1 ? 2 : 0], e[i].val_len));
+	}
+}
+
+/*
  * A batch of GETs only: over io_uring it runs on the non-blocking issue,
  * and values over the dispatcher's stack buffer need a scratch buffer it
  * may not have there, so the whole batch runs again from a worker. Either
