@@ -31,11 +31,27 @@
 		len -= sizeof(type);					\
 	}
 
+/* Is every one of @n segments short, and all but the first accessible? */
+static bool one_window(const struct pmidx_useg *seg, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (seg[i].len > UACCESS_LOOP_MAX)
+			return false;
+	/* the first segment's check is user_*_access_begin()'s */
+	for (i = 1; i < n; i++)
+		if (!access_ok(u64_to_user_ptr(seg[i].uptr), seg[i].len))
+			return false;
+	return true;
+}
+
 /*
  * All of @n segments in one window when each is short: a window's STAC,
  * CLAC and speculation barrier cost more than copying a key (and under
  * TCG each STAC or CLAC ends a translation block: 88 % of this function's
- * samples in a BATCH of updates).
+ * samples in a BATCH of updates). Otherwise, or when a segment is not
+ * accessible, one copy_from_user() each, which sorts out the -EFAULT.
  */
 static int uaccess_from(const struct pmidx_useg *seg, unsigned int n)
 {
@@ -44,20 +60,12 @@ static int uaccess_from(const struct pmidx_useg *seg, unsigned int n)
 	u32 len;
 	char *d;
 
-	if (!n)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (seg[i].len > UACCESS_LOOP_MAX)
-			goto one_by_one;
-	/* the first segment's check is user_read_access_begin()'s */
-	for (i = 1; i < n; i++)
-		if (!access_ok(u64_to_user_ptr(seg[i].src), seg[i].len))
-			return -EFAULT;
-	if (!user_read_access_begin(u64_to_user_ptr(seg[0].src), seg[0].len))
-		return -EFAULT;
+	if (!n || !one_window(seg, n) ||
+	    !user_read_access_begin(u64_to_user_ptr(seg[0].uptr), seg[0].len))
+		goto one_by_one;
 	for (i = 0; i < n; i++) {
-		u = u64_to_user_ptr(seg[i].src);
-		d = seg[i].dst;
+		u = u64_to_user_ptr(seg[i].uptr);
+		d = seg[i].kbuf;
 		len = seg[i].len;
 		copy_in_loop(d, u, len, u64, fault);
 		copy_in_loop(d, u, len, u32, fault);
@@ -71,26 +79,35 @@ fault:
 	return -EFAULT;
 one_by_one:
 	for (i = 0; i < n; i++)
-		if (copy_from_user(seg[i].dst, u64_to_user_ptr(seg[i].src),
+		if (copy_from_user(seg[i].kbuf, u64_to_user_ptr(seg[i].uptr),
 				   seg[i].len))
 			return -EFAULT;
 	return 0;
 }
 
-static int uaccess_to(u64 dst, const void *src, u32 len)
+static int uaccess_to(const struct pmidx_useg *seg, unsigned int n)
 {
-	char __user *u = u64_to_user_ptr(dst);
+	char __user *u;
+	unsigned int i;
 
-	if (len > UACCESS_LOOP_MAX)
-		return copy_to_user(u, src, len) ? -EFAULT : 0;
-	if (!user_write_access_begin(u, len))
-		return -EFAULT;
-	unsafe_copy_to_user(u, src, len, fault);
+	if (!n || !one_window(seg, n) ||
+	    !user_write_access_begin(u64_to_user_ptr(seg[0].uptr), seg[0].len))
+		goto one_by_one;
+	for (i = 0; i < n; i++) {
+		u = u64_to_user_ptr(seg[i].uptr);
+		unsafe_copy_to_user(u, seg[i].kbuf, seg[i].len, fault);
+	}
 	user_write_access_end();
 	return 0;
 fault:
 	user_write_access_end();
 	return -EFAULT;
+one_by_one:
+	for (i = 0; i < n; i++)
+		if (copy_to_user(u64_to_user_ptr(seg[i].uptr), seg[i].kbuf,
+				 seg[i].len))
+			return -EFAULT;
+	return 0;
 }
 
 /* The outputs of @n BATCH entries: one user access window, four stores each. */

@@ -127,12 +127,20 @@ static void scratch_put(struct pmidx_pool *pool, void *buf, bool cache)
 	kvfree(buf);
 }
 
-/* One stretch of the caller's memory in (struct pmidx_uaccess). */
+/* One stretch of the caller's memory in or out (struct pmidx_uaccess). */
 static int copy_in(const struct pmidx_uaccess *ua, void *dst, u64 src, u32 len)
 {
-	struct pmidx_useg seg = { .dst = dst, .src = src, .len = len };
+	struct pmidx_useg seg = { .kbuf = dst, .uptr = src, .len = len };
 
 	return ua->from(&seg, 1);
+}
+
+static int copy_out(const struct pmidx_uaccess *ua, u64 dst, const void *src,
+		    u32 len)
+{
+	struct pmidx_useg seg = { .kbuf = (void *)src, .uptr = dst, .len = len };
+
+	return ua->to(&seg, 1);
 }
 
 static bool is_write(u8 op)
@@ -267,7 +275,7 @@ static int do_scan(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		ret = -ENOSPC;
 		goto out;
 	}
-	ret = ua->to(c->val, o.buf, o.used);
+	ret = copy_out(ua, c->val, o.buf, o.used);
 	if (ret)
 		goto out;
 	c->count = o.count;
@@ -279,10 +287,29 @@ out:
 	return ret;
 }
 
+/*
+ * The engine's get into @buf, room for @cap bytes; *@len := the value's
+ * length. A value over @cap is -ENOSPC with c->val_len := its length.
+ */
+static int get_into(struct pmidx_index *idx, struct pmidx_cmd *c,
+		    const u8 *key, u8 *buf, u32 cap, u32 *len)
+{
+	int ret;
+
+	*len = cap;
+	ret = idx->ops->get(idx, key, c->key_len, buf, len);
+	if (!ret && *len > cap) {
+		c->val_len = *len;
+		ret = -ENOSPC;
+	}
+	return ret;
+}
+
+/* GET through a bounce buffer to the caller's buffer. */
 static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		  const struct pmidx_uaccess *ua, unsigned int flags)
 {
-	u32 cap = min_t(u32, c->val_len, PMIDX_VALUE_MAX), len = cap;
+	u32 cap = min_t(u32, c->val_len, PMIDX_VALUE_MAX), len;
 	u8 small[OP_STACK_MAX], *val = small;
 	bool cache = false;
 	int ret;
@@ -292,18 +319,11 @@ static int do_get(struct pmidx_index *idx, struct pmidx_cmd *c, const u8 *key,
 		if (!val)
 			return flags & PMIDX_DISPATCH_NOWAIT ? -EAGAIN : -ENOMEM;
 	}
-	ret = idx->ops->get(idx, key, c->key_len, val, &len);
-	if (ret)
-		goto out;
-	if (len > cap) {
-		c->val_len = len;
-		ret = -ENOSPC;
-		goto out;
-	}
-	ret = ua->to(c->val, val, len);
+	ret = get_into(idx, c, key, val, cap, &len);
+	if (!ret)
+		ret = copy_out(ua, c->val, val, len);
 	if (!ret)
 		c->val_len = len;
-out:
 	if (val != small)
 		scratch_put(idx->pool, val, cache);
 	return ret;
@@ -327,11 +347,16 @@ static int do_lookup(struct pmidx_pool *pool, struct pmidx_cmd *c,
 	return ret;
 }
 
+/*
+ * @val: a PUT's value; for a GET, the room a staged BATCH keeps for its
+ * value (val_len bytes, written back after the batch), or NULL.
+ */
 static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
-			const u8 *key, const u8 *val,
+			const u8 *key, u8 *val,
 			const struct pmidx_uaccess *ua, unsigned int flags)
 {
-	u32 wflags = 0;
+	u32 wflags = 0, len;
+	int ret;
 
 	if (flags & PMIDX_DISPATCH_NOWAIT) {
 		if (is_write(cmd->op) &&
@@ -341,7 +366,12 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 	}
 	switch (cmd->op) {
 	case PMIDX_OP_GET:
-		return do_get(idx, cmd, key, ua, flags);
+		if (!val)
+			return do_get(idx, cmd, key, ua, flags);
+		ret = get_into(idx, cmd, key, val, cmd->val_len, &len);
+		if (!ret)
+			cmd->val_len = len;
+		return ret;
 	case PMIDX_OP_PUT:
 		return idx->ops->put(idx, key, cmd->key_len, val, cmd->val_len,
 				     cmd->flags | wflags);
@@ -352,7 +382,6 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 	case PMIDX_OP_CHECK: {
 		const char *why = NULL;
 		u64 keys = 0;
-		int ret;
 
 		ret = idx->ops->check(idx, &keys, &why);
 		if (ret && why)
@@ -365,14 +394,42 @@ static int run_index_op(struct pmidx_index *idx, struct pmidx_cmd *cmd,
 }
 
 /*
- * Run a command whose shape has been checked, holding the index pinned
- * (struct pmidx_index, "Lifetime") for the engine call. The key, and a
- * PUT's value, are copied in together (struct pmidx_uaccess.from).
+ * Run @cmd on its index, pinned (struct pmidx_index, "Lifetime") for the
+ * engine call, with its key and a PUT's value in kernel memory.
  *
  * @pin: NULL for a single command. A BATCH passes the pin its previous
  * entry left in *@pin (NULL at first): an entry naming the same index
  * keeps it, one naming another index trades it, and the batch gives the
  * last one back. A drop-index waits for the batch then, as for one op.
+ */
+static int run_on_index(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
+			const u8 *key, u8 *val, const struct pmidx_uaccess *ua,
+			unsigned int flags, struct pmidx_index **pin)
+{
+	struct pmidx_index *idx = pin ? *pin : NULL;
+	int ret;
+
+	if (!idx || idx->id != cmd->index) {
+		if (idx)
+			pmidx_index_put(idx);
+		idx = pmidx_index_get(pool, cmd->index);
+		if (pin)
+			*pin = idx;
+	}
+	if (!idx)
+		return -ENXIO;
+	ret = -EOPNOTSUPP;	/* an index of an engine this module lacks */
+	if (idx->opened)
+		ret = run_index_op(idx, cmd, key, val, ua, flags);
+	if (!pin)
+		pmidx_index_put(idx);
+	return ret;
+}
+
+/*
+ * Run a command whose shape has been checked. The key, and a PUT's value,
+ * are copied in together (struct pmidx_uaccess.from). @pin: as for
+ * run_on_index().
  */
 static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 		   const struct pmidx_uaccess *ua, unsigned int flags,
@@ -381,7 +438,6 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	u8 key[PMIDX_KEY_MAX] __uninitialized;	/* key_len bytes copied in */
 	u8 small[OP_STACK_MAX] __uninitialized;	/* val_len bytes copied in */
 	struct pmidx_useg in[2];
-	struct pmidx_index *idx;
 	unsigned int n = 0;
 	bool cache = false;
 	u8 *val = NULL;
@@ -409,22 +465,7 @@ static int run_cmd(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	if (cmd->op == PMIDX_OP_LOOKUP)
 		return do_lookup(pool, cmd, key, flags);
 
-	idx = pin ? *pin : NULL;
-	if (!idx || idx->id != cmd->index) {
-		if (idx)
-			pmidx_index_put(idx);
-		idx = pmidx_index_get(pool, cmd->index);
-		if (pin)
-			*pin = idx;
-	}
-	ret = -ENXIO;
-	if (!idx)
-		goto out;
-	ret = -EOPNOTSUPP;	/* an index of an engine this module lacks */
-	if (idx->opened)
-		ret = run_index_op(idx, cmd, key, val, ua, flags);
-	if (!pin)
-		pmidx_index_put(idx);
+	ret = run_on_index(pool, cmd, key, val, ua, flags, pin);
 out:
 	if (val && val != small)
 		scratch_put(pool, val, cache);
@@ -448,6 +489,155 @@ static u64 out_bytes(const struct pmidx_cmd *c)
 }
 
 /*
+ * A staged BATCH reads every entry's key and PUT value in one call of
+ * ua->from before the first entry runs, keeps each GET's value in the
+ * scratch buffer, and writes those back in one call of ua->to after the
+ * last: two user-access windows for the batch where entry by entry there
+ * were two per entry. The caller sees what running the entries one by one
+ * would have left, because nothing the batch writes is read by a later
+ * entry: a batch in which a GET's value buffer overlaps a later entry's
+ * key or value runs entry by entry instead (stage_bytes()). So does one
+ * with a SCAN, a value over OP_STACK_MAX bytes, more than STAGE_MAX
+ * entries, or no room in its scratch buffer.
+ *
+ * The scratch buffer holds, after the entry array: the struct staged of
+ * each entry, the segments of the two calls, then each entry's key and
+ * value, 8-byte aligned.
+ */
+#define STAGE_MAX	NOWAIT_BATCH_MAX
+
+struct staged {
+	u8	*key;	/* key_len bytes read in */
+	u8	*val;	/* a PUT's value read in; room for a GET's value */
+	u32	cap;	/* a GET's val_len as the caller gave it */
+	int	err;	/* the entry's inputs could not be read: -EFAULT */
+};
+
+/* Do [a, a + alen) and [b, b + blen) share a byte? (no overflow) */
+static bool overlaps(u64 a, u32 alen, u64 b, u32 blen)
+{
+	return alen && blen && (a - b < blen || b - a < alen);
+}
+
+/* Bytes of scratch a staged run of @ents needs after them; 0: unstaged */
+static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
+{
+	size_t size = n * (sizeof(struct staged) + 2 * sizeof(struct pmidx_useg));
+	const struct pmidx_cmd *e, *l;
+	u32 i, j;
+
+	if (n > STAGE_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		e = &ents[i];
+		if (e->op == PMIDX_OP_SCAN || e->val_len > OP_STACK_MAX)
+			return 0;
+		size += ALIGN(e->key_len, 8) + ALIGN(e->val_len, 8);
+		for (j = i + 1; e->op == PMIDX_OP_GET && j < n; j++) {
+			l = &ents[j];
+			if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
+			    (l->op == PMIDX_OP_PUT &&
+			     overlaps(e->val, e->val_len, l->val, l->val_len)))
+				return 0;
+		}
+	}
+	return size;
+}
+
+/* An entry's inputs as segments: its key, a PUT's value. Return: how many */
+static unsigned int stage_in_segs(const struct pmidx_cmd *e,
+				  const struct staged *st,
+				  struct pmidx_useg *seg)
+{
+	unsigned int n = 0;
+
+	seg[n++] = (struct pmidx_useg){ st->key, e->key, e->key_len };
+	if (e->op == PMIDX_OP_PUT && e->val_len)
+		seg[n++] = (struct pmidx_useg){ st->val, e->val, e->val_len };
+	return n;
+}
+
+/*
+ * Lay out the staged entries in @buf (after @n entries) and read their
+ * inputs: all at once, or, when that faults, entry by entry to find the
+ * ones that fault (st->err).
+ */
+static struct staged *stage_in(struct pmidx_cmd *ents, u32 n, void *buf,
+			       const struct pmidx_uaccess *ua)
+{
+	struct staged *st = buf + n * sizeof(*ents);
+	struct pmidx_useg *seg = (void *)(st + n);
+	u8 *data = (u8 *)(seg + 2 * n);
+	unsigned int nseg = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		st[i].key = data;
+		data += ALIGN(ents[i].key_len, 8);
+		st[i].val = data;
+		st[i].cap = ents[i].val_len;
+		st[i].err = 0;
+		data += ALIGN(ents[i].val_len, 8);
+		/* a GET's room is cleared: no stale bytes go back */
+		if (ents[i].op == PMIDX_OP_GET)
+			memset(st[i].val, 0, st[i].cap);
+		nseg += stage_in_segs(&ents[i], &st[i], seg + nseg);
+	}
+	if (!ua->from(seg, nseg))
+		return st;
+	for (i = 0; i < n; i++) {
+		nseg = stage_in_segs(&ents[i], &st[i], seg);
+		st[i].err = ua->from(seg, nseg);
+	}
+	return st;
+}
+
+/*
+ * Write back the values of the GETs that succeeded: all at once, or, when
+ * that faults, entry by entry, failing the ones that fault with -EFAULT
+ * and val_len as the caller gave it (as an unstaged GET would). Return:
+ * how many entries failed here.
+ */
+static u32 stage_out(struct pmidx_cmd *ents, u32 n, struct staged *st,
+		     const struct pmidx_uaccess *ua)
+{
+	struct pmidx_useg *seg = (void *)(st + n), *one;
+	unsigned int nseg = 0;
+	u32 i, failed = 0;
+
+	for (i = 0; i < n; i++)
+		if (ents[i].op == PMIDX_OP_GET && !ents[i].result)
+			seg[nseg++] = (struct pmidx_useg){ st[i].val,
+							   ents[i].val,
+							   ents[i].val_len };
+	if (!nseg || !ua->to(seg, nseg))
+		return 0;
+	for (i = 0, one = seg; i < n; i++) {
+		if (ents[i].op != PMIDX_OP_GET || ents[i].result)
+			continue;
+		if (ua->to(one++, 1)) {
+			ents[i].result = (u64)(s64)-EFAULT;
+			ents[i].val_len = st[i].cap;
+			failed++;
+		}
+	}
+	return failed;
+}
+
+/* Entry @e of a BATCH, staged (@st) or not (NULL); @pin: run_on_index(). */
+static int run_entry(struct pmidx_pool *pool, struct pmidx_cmd *e,
+		     const struct staged *st, const struct pmidx_uaccess *ua,
+		     unsigned int flags, struct pmidx_index **pin)
+{
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	if (!st)
+		return run_cmd(pool, e, ua, flags, pin);
+	return st->err ?: run_on_index(pool, e, st->key, st->val, ua, flags,
+				       pin);
+}
+
+/*
  * BATCH: check every entry before running any, so a malformed batch
  * changes nothing; then run them in order and write every entry's outputs
  * back. A failing entry does not stop the others: its errno is its result.
@@ -457,19 +647,22 @@ static u64 out_bytes(const struct pmidx_cmd *c)
  * runs (at most NOWAIT_BATCH_MAX entries and NOWAIT_BATCH_OUT output
  * bytes: the ring's submission waits for it), each entry no-wait. When
  * one answers -EAGAIN before any write has run, the whole batch answers
- * -EAGAIN with no entry of the array written, to be run again from the
- * start where it may sleep (the value buffers of the GETs that ran are
- * filled again then): GETs and refused writes changed nothing. After a
- * write has run the batch must not run again (that write would be made
- * twice), so the entry that answered -EAGAIN and those after it run here,
- * where they may sleep: the submission waits for them, once.
+ * -EAGAIN, to be run again from the start where it may sleep: GETs and
+ * refused writes changed nothing, and no entry of the array was written
+ * (nor, staged, any GET's value; entry by entry, the value buffers of the
+ * GETs that ran are filled again then). After a write has run the batch
+ * must not run again (that write would be made twice), so the entry that
+ * answered -EAGAIN and those after it run here, where they may sleep: the
+ * submission waits for them, once.
  */
 static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 		    const struct pmidx_uaccess *ua, unsigned int flags)
 {
 	bool nowait = flags & PMIDX_DISPATCH_NOWAIT, wrote = false, cache;
-	struct pmidx_index *pin = NULL;	/* run_cmd() */
+	struct pmidx_index *pin = NULL;	/* run_on_index() */
+	struct staged *st = NULL;
 	struct pmidx_cmd *ents;
+	size_t stage;
 	u64 out = 0;
 	u32 i, failed = 0;
 	int ret;
@@ -504,21 +697,26 @@ static int do_batch(struct pmidx_pool *pool, struct pmidx_cmd *c,
 			goto out;
 		}
 	}
+	stage = stage_bytes(ents, c->count);
+	if (stage && cache && c->val_len + stage <= SCRATCH_SIZE)
+		st = stage_in(ents, c->count, ents, ua);
 	for (i = 0; i < c->count; i++) {
-		ret = -EINTR;
-		if (!fatal_signal_pending(current))
-			ret = run_cmd(pool, &ents[i], ua, flags, &pin);
+		ret = run_entry(pool, &ents[i], st ? &st[i] : NULL, ua, flags,
+				&pin);
 		if (ret == -EAGAIN && (flags & PMIDX_DISPATCH_NOWAIT)) {
 			if (!wrote)
 				goto out;
 			flags &= ~PMIDX_DISPATCH_NOWAIT;
-			ret = run_cmd(pool, &ents[i], ua, flags, &pin);
+			ret = run_entry(pool, &ents[i], st ? &st[i] : NULL, ua,
+					flags, &pin);
 		}
 		wrote |= is_write(ents[i].op);
 		ents[i].result = (u64)(s64)ret;
 		failed += ret != 0;
 		cond_resched();
 	}
+	if (st)
+		failed += stage_out(ents, c->count, st, ua);
 	ret = ua->batch_out(c->val, ents, c->count);
 	if (!ret)
 		c->result = failed;

@@ -5,10 +5,10 @@
 #include <linux/pmidx.h>
 #include "pool.h"
 
-/* @len bytes of the caller's memory at @src, to be copied to @dst */
+/* @len bytes of the caller's memory at @uptr and a kernel buffer @kbuf */
 struct pmidx_useg {
-	void	*dst;
-	u64	src;
+	void	*kbuf;
+	u64	uptr;
 	u32	len;
 };
 
@@ -17,8 +17,9 @@ struct pmidx_useg {
  * the kernel, plain memcpy for libpmidx's in-process mode. All return 0
  * or -EFAULT.
  *
- * @from copies in @n segments at one moment: a PUT's key and value are
- * read together, in one user-access window where that is what costs.
+ * @from copies @n segments in (uptr to kbuf), @to copies them out (kbuf
+ * to uptr), each in one go: one user-access window where that is what
+ * costs. On -EFAULT some of them may have been copied.
  *
  * @batch_out writes back what a BATCH changed in its @n entries, the
  * outputs of struct pmidx_cmd (flags, val_len, count, result), into the
@@ -27,7 +28,7 @@ struct pmidx_useg {
  */
 struct pmidx_uaccess {
 	int (*from)(const struct pmidx_useg *seg, unsigned int n);
-	int (*to)(u64 dst, const void *src, u32 len);
+	int (*to)(const struct pmidx_useg *seg, unsigned int n);
 	int (*batch_out)(u64 dst, const struct pmidx_cmd *ents, u32 n);
 };
 

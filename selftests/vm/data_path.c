@@ -1747,6 +1747,78 @@ TEST_F(data, batch_ops)
 }
 
 /*
+ * A batch leaves what its entries run one by one would: a GET's value is
+ * there for a later PUT that reads the same buffer (value or key), a GET
+ * whose buffer faults fails alone with val_len untouched, a PUT whose key
+ * faults fails alone.
+ */
+TEST_F(data, batch_buffers_in_order)
+{
+	char buf[8] = "xxxxxxxx", kbuf[4] = "zz", out[4][8];
+	struct pmidx_cmd e[6];
+	uint64_t failed;
+	int i;
+
+	REQUIRE_ENGINE();
+	ASSERT_EQ(0, put_str(&self->c, "src", "AAAAAAAA"));
+	ASSERT_EQ(0, put_str(&self->c, "key", "kk"));
+	/* GET src into buf, PUT dst := buf */
+	e[0] = batch_ent(&self->c, PMIDX_OP_GET, "src", 3, buf, sizeof(buf));
+	e[1] = batch_ent(&self->c, PMIDX_OP_PUT, "dst", 3, buf, sizeof(buf));
+	/* GET key into kbuf, then PUT a key read from kbuf */
+	e[2] = batch_ent(&self->c, PMIDX_OP_GET, "key", 3, kbuf, 2);
+	e[3] = batch_ent(&self->c, PMIDX_OP_PUT, kbuf, 2, "v", 1);
+	/* a GET into memory that faults; a PUT whose key faults */
+	e[4] = batch_ent(&self->c, PMIDX_OP_GET, "src", 3, (void *)8, 8);
+	e[5] = batch_ent(&self->c, PMIDX_OP_PUT, (void *)16, 3, "w", 1);
+	ASSERT_EQ(0, run_batch(&self->c, e, 6, &failed));
+	ASSERT_EQ(2, failed);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, (int64_t)e[i].result) TH_LOG("entry %d", i);
+	ASSERT_EQ(-EFAULT, (int64_t)e[4].result);
+	ASSERT_EQ(8, e[4].val_len);
+	ASSERT_EQ(-EFAULT, (int64_t)e[5].result);
+	ASSERT_EQ(0, get_str(&self->c, "dst", "AAAAAAAA"));
+	ASSERT_EQ(0, get_str(&self->c, "kk", "v"));
+	ASSERT_EQ(-ENOENT, get_str(&self->c, "zz", "v"));
+
+	/* GETs only, all succeeding, then one too small: the rest arrive */
+	for (i = 0; i < 4; i++)
+		e[i] = batch_ent(&self->c, PMIDX_OP_GET, i & 1 ? "kk" : "src",
+				 i & 1 ? 2 : 3, out[i], sizeof(out[i]));
+	e[2].val_len = 4;
+	memset(out, 0, sizeof(out));
+	ASSERT_EQ(0, run_batch(&self->c, e, 4, &failed));
+	ASSERT_EQ(1, failed);
+	ASSERT_EQ(0, memcmp(out[0], "AAAAAAAA", 8));
+	ASSERT_EQ(1, e[1].val_len);
+	ASSERT_EQ(0, memcmp(out[1], "v", 1));
+	ASSERT_EQ(-ENOSPC, (int64_t)e[2].result);
+	ASSERT_EQ(8, e[2].val_len);
+	ASSERT_EQ(0, memcmp(out[3], "v", 1));
+
+	/* no buffer shared: faults found after the fact fail their entry */
+	memset(out, 0, sizeof(out));
+	e[0] = batch_ent(&self->c, PMIDX_OP_GET, "src", 3, out[0], 8);
+	e[1] = batch_ent(&self->c, PMIDX_OP_GET, "src", 3, (void *)8, 8);
+	e[2] = batch_ent(&self->c, PMIDX_OP_PUT, (void *)16, 3, "w", 1);
+	e[3] = batch_ent(&self->c, PMIDX_OP_PUT, "k2", 2, "x", 1);
+	e[4] = batch_ent(&self->c, PMIDX_OP_GET, "kk", 2, out[3], 8);
+	ASSERT_EQ(0, run_batch(&self->c, e, 5, &failed));
+	ASSERT_EQ(2, failed);
+	EXPECT_EQ(0, (int64_t)e[0].result);
+	EXPECT_EQ(-EFAULT, (int64_t)e[1].result);
+	EXPECT_EQ(8, e[1].val_len);
+	EXPECT_EQ(-EFAULT, (int64_t)e[2].result);
+	EXPECT_EQ(0, (int64_t)e[3].result);
+	EXPECT_EQ(0, (int64_t)e[4].result);
+	EXPECT_EQ(0, memcmp(out[0], "AAAAAAAA", 8));
+	EXPECT_EQ(0, memcmp(out[3], "v", 1));
+	ASSERT_EQ(0, get_str(&self->c, "k2", "x"));
+	ASSERT_CHECK(5);
+}
+
+/*
  * Entries of one batch on two indexes, in runs and alternating, with an
  * unknown index between them: each entry reaches its own index (the
  * dispatcher keeps one index pinned across a run of entries naming it).

@@ -229,27 +229,39 @@ void pmidx_pool_file_close(struct pmidx_pool_file *pf)
 
 /* ---- the dispatcher's user access, in process ---------------------------- */
 
-static int mem_from(const struct pmidx_useg *seg, unsigned int n)
+static int mem_check(const struct pmidx_useg *seg, unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (seg[i].len && (!seg[i].src || !seg[i].dst))
+		if (seg[i].len && (!seg[i].uptr || !seg[i].kbuf))
 			return -EFAULT;
+	return 0;
+}
+
+static int mem_from(const struct pmidx_useg *seg, unsigned int n)
+{
+	unsigned int i;
+
+	if (mem_check(seg, n))
+		return -EFAULT;
 	for (i = 0; i < n; i++)
 		if (seg[i].len)
-			memcpy(seg[i].dst, (const void *)(uintptr_t)seg[i].src,
+			memcpy(seg[i].kbuf, (const void *)(uintptr_t)seg[i].uptr,
 			       seg[i].len);
 	return 0;
 }
 
-static int mem_to(u64 dst, const void *src, u32 len)
+static int mem_to(const struct pmidx_useg *seg, unsigned int n)
 {
-	if (!len)
-		return 0;
-	if (!dst || !src)
+	unsigned int i;
+
+	if (mem_check(seg, n))
 		return -EFAULT;
-	memcpy((void *)(uintptr_t)dst, src, len);
+	for (i = 0; i < n; i++)
+		if (seg[i].len)
+			memcpy((void *)(uintptr_t)seg[i].uptr, seg[i].kbuf,
+			       seg[i].len);
 	return 0;
 }
 
