@@ -23,7 +23,9 @@
  * a scratch buffer of SCRATCH_SIZE bytes taken from the pool's per-CPU
  * cache and given back after the op (scratch_get()/scratch_put()). Only
  * what does not fit one (a SCAN buffer over SCRATCH_SIZE, a BATCH of more
- * than SCRATCH_SIZE / 80 entries) or a cache found empty allocates.
+ * than SCRATCH_SIZE / 80 entries) or a cache found empty allocates. A
+ * short BATCH keeps its keys and values there too ("staged BATCH" below):
+ * one user-access window for all its inputs and one for all its outputs.
  *
  * The stack buffers filled from the caller (keys, a PUT's value) are
  * __uninitialized: only the bytes copied in are ever read, and a kernel
