@@ -411,7 +411,9 @@ static int run_on_index(struct pmidx_pool *pool, struct pmidx_cmd *cmd,
 	struct pmidx_index *idx = pin ? *pin : NULL;
 	int ret;
 
-	if (!idx || idx->id != cmd->index) {
+	/* a pin kept from the entry before: not once drop-index killed it */
+	if (!idx || idx->id != cmd->index ||
+	    percpu_ref_is_dying(&idx->users)) {
 		if (idx)
 			pmidx_index_put(idx);
 		idx = pmidx_index_get(pool, cmd->index);
@@ -521,6 +523,12 @@ static bool overlaps(u64 a, u32 alen, u64 b, u32 blen)
 	return alen && blen && (a - b < blen || b - a < alen);
 }
 
+/* A staged key or value's room: at least a word, so none is empty */
+static u32 stage_room(u32 len)
+{
+	return max_t(u32, ALIGN(len, 8), 8);
+}
+
 /* Bytes of scratch a staged run of @ents needs after them; 0: unstaged */
 static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
 {
@@ -534,7 +542,7 @@ static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
 		e = &ents[i];
 		if (e->op == PMIDX_OP_SCAN || e->val_len > OP_STACK_MAX)
 			return 0;
-		size += ALIGN(e->key_len, 8) + ALIGN(e->val_len, 8);
+		size += stage_room(e->key_len) + stage_room(e->val_len);
 		for (j = i + 1; e->op == PMIDX_OP_GET && j < n; j++) {
 			l = &ents[j];
 			if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
@@ -575,11 +583,11 @@ static struct staged *stage_in(struct pmidx_cmd *ents, u32 n, void *buf,
 
 	for (i = 0; i < n; i++) {
 		st[i].key = data;
-		data += ALIGN(ents[i].key_len, 8);
+		data += stage_room(ents[i].key_len);
 		st[i].val = data;
 		st[i].cap = ents[i].val_len;
 		st[i].err = 0;
-		data += ALIGN(ents[i].val_len, 8);
+		data += stage_room(ents[i].val_len);
 		/* a GET's room is cleared: no stale bytes go back */
 		if (ents[i].op == PMIDX_OP_GET)
 			memset(st[i].val, 0, st[i].cap);

@@ -112,6 +112,12 @@ static inline void percpu_ref_kill(struct percpu_ref *ref)
 		ref->release(ref);
 }
 
+/* Killed? Context: holding a reference, as in the kernel. */
+static inline bool percpu_ref_is_dying(struct percpu_ref *ref)
+{
+	return __atomic_load_n(&ref->dead, __ATOMIC_ACQUIRE);
+}
+
 static inline bool percpu_ref_is_zero(struct percpu_ref *ref)
 {
 	return !__atomic_load_n(&ref->count, __ATOMIC_ACQUIRE);
