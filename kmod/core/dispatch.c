@@ -518,7 +518,7 @@ struct staged {
 };
 
 /* Do [a, a + alen) and [b, b + blen) share a byte? (no overflow) */
-static bool overlaps(u64 a, u32 alen, u64 b, u32 blen)
+static bool overlaps(u64 a, u64 alen, u64 b, u64 blen)
 {
 	return alen && blen && (a - b < blen || b - a < alen);
 }
@@ -529,12 +529,59 @@ static u32 stage_room(u32 len)
 	return max_t(u32, ALIGN(len, 8), 8);
 }
 
-/* Bytes of scratch a staged run of @ents needs after them; 0: unstaged */
+/* [lo, hi): the bytes of buffers added so far; empty while lo == hi */
+struct span {
+	u64	lo, hi;
+};
+
+/* Add [a, a + len) to @s; false if it wraps (it could only fault) */
+static bool span_add(struct span *s, u64 a, u32 len)
+{
+	if (!len)
+		return true;
+	if (a + len < a)
+		return false;
+	if (s->lo == s->hi) {
+		*s = (struct span){ a, a + len };
+	} else {
+		s->lo = min(s->lo, a);
+		s->hi = max(s->hi, a + len);
+	}
+	return true;
+}
+
+/* Does a GET's value buffer overlap a later entry's key or PUT value? */
+static bool get_feeds_later(const struct pmidx_cmd *ents, u32 n)
+{
+	const struct pmidx_cmd *e, *l;
+	u32 i, j;
+
+	for (i = 0; i < n; i++) {
+		e = &ents[i];
+		for (j = i + 1; e->op == PMIDX_OP_GET && j < n; j++) {
+			l = &ents[j];
+			if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
+			    (l->op == PMIDX_OP_PUT &&
+			     overlaps(e->val, e->val_len, l->val, l->val_len)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Bytes of scratch a staged run of @ents needs after them; 0: unstaged.
+ * The GETs' value buffers are checked against the inputs pairwise only
+ * when the span of the ones meets the span of the others: a caller's
+ * values and keys usually lie in arrays apart.
+ */
 static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
 {
 	size_t size = n * (sizeof(struct staged) + 2 * sizeof(struct pmidx_useg));
-	const struct pmidx_cmd *e, *l;
-	u32 i, j;
+	struct span out = {}, in = {};
+	const struct pmidx_cmd *e;
+	bool ok = true;
+	u32 i;
 
 	if (n > STAGE_MAX)
 		return 0;
@@ -543,14 +590,17 @@ static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
 		if (e->op == PMIDX_OP_SCAN || e->val_len > OP_STACK_MAX)
 			return 0;
 		size += stage_room(e->key_len) + stage_room(e->val_len);
-		for (j = i + 1; e->op == PMIDX_OP_GET && j < n; j++) {
-			l = &ents[j];
-			if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
-			    (l->op == PMIDX_OP_PUT &&
-			     overlaps(e->val, e->val_len, l->val, l->val_len)))
-				return 0;
-		}
+		ok &= span_add(&in, e->key, e->key_len);
+		if (e->op == PMIDX_OP_GET)
+			ok &= span_add(&out, e->val, e->val_len);
+		else if (e->op == PMIDX_OP_PUT)
+			ok &= span_add(&in, e->val, e->val_len);
 	}
+	if (!ok)
+		return 0;
+	if (overlaps(out.lo, out.hi - out.lo, in.lo, in.hi - in.lo) &&
+	    get_feeds_later(ents, n))
+		return 0;
 	return size;
 }
 
@@ -587,10 +637,8 @@ static struct staged *stage_in(struct pmidx_cmd *ents, u32 n, void *buf,
 		st[i].val = data;
 		st[i].cap = ents[i].val_len;
 		st[i].err = 0;
+		/* a GET writes back the val_len bytes its engine filled */
 		data += stage_room(ents[i].val_len);
-		/* a GET's room is cleared: no stale bytes go back */
-		if (ents[i].op == PMIDX_OP_GET)
-			memset(st[i].val, 0, st[i].cap);
 		nseg += stage_in_segs(&ents[i], &st[i], seg + nseg);
 	}
 	if (!ua->from(seg, nseg))

@@ -101,7 +101,11 @@ struct pmidx_engine_ops {
 	/* drop-index: free every object (the root excepted), then close */
 	void	(*destroy)(struct pmidx_index *idx);
 
-	/* *vlen: buffer size in, value length out (even if it did not fit) */
+	/*
+	 * *vlen: buffer size in, value length out (even if it did not fit);
+	 * a value that fits fills the first *vlen bytes of @val, all of
+	 * which go back to the caller.
+	 */
 	int	(*get)(struct pmidx_index *idx, const u8 *key, u32 klen,
 		       u8 *val, u32 *vlen);
 	/* @flags: PMIDX_PUT_INSERT, PMIDX_WRITE_NOWAIT */

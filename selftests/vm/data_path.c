@@ -1876,6 +1876,82 @@ TEST_F(data, batch_two_indexes)
 }
 
 /*
+ * The edges of a staged BATCH (dispatch.c, stage_bytes()): 64 entries
+ * with values of 256 bytes are read in and written out in one go; a
+ * 65th entry, or a value of 257 bytes, makes the batch run entry by
+ * entry. Either side of each edge every entry answers with its own
+ * outputs, and a GET's value lands in its own buffer only.
+ */
+#define SB_N	65
+#define SB_V	257
+
+static void sb_val(uint32_t i, uint32_t len, uint8_t *v)
+{
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		v[j] = (uint8_t)(i * 31 + j);
+}
+
+TEST_F(data, batch_stage_bounds)
+{
+	static uint8_t vals[SB_N][SB_V], out[SB_N][SB_V + 8], want[SB_V];
+	static struct pmidx_cmd e[SB_N];
+	static char keys[SB_N][8];
+	uint32_t n, i, vl;
+	uint64_t failed;
+
+	REQUIRE_ENGINE();
+	for (n = 64; n <= SB_N; n++) {
+		/* n PUTs of 256-byte values (the last of 65: 257 bytes) */
+		for (i = 0; i < n; i++) {
+			snprintf(keys[i], sizeof(keys[i]), "sb%03u", i);
+			vl = n == SB_N && i == n - 1 ? SB_V : SB_V - 1;
+			sb_val(i + n, vl, vals[i]);
+			e[i] = batch_ent(&self->c, PMIDX_OP_PUT, keys[i], 5,
+					 vals[i], vl);
+		}
+		ASSERT_EQ(0, run_batch(&self->c, e, n, &failed));
+		ASSERT_EQ(0, failed) TH_LOG("%u puts", n);
+		/* n GETs into 256-byte buffers (the 257-byte value: -ENOSPC) */
+		memset(out, 0xee, sizeof(out));
+		for (i = 0; i < n; i++)
+			e[i] = batch_ent(&self->c, PMIDX_OP_GET, keys[i], 5,
+					 out[i], SB_V - 1);
+		ASSERT_EQ(0, run_batch(&self->c, e, n, &failed));
+		ASSERT_EQ(n == SB_N, failed) TH_LOG("%u gets", n);
+		for (i = 0; i < n; i++) {
+			vl = n == SB_N && i == n - 1 ? SB_V : SB_V - 1;
+			if (vl == SB_V) {
+				ASSERT_EQ(-ENOSPC, (int64_t)e[i].result);
+				ASSERT_EQ(SB_V, e[i].val_len);
+				ASSERT_EQ(0xee, out[i][0]);
+				continue;
+			}
+			sb_val(i + n, vl, want);
+			ASSERT_EQ(0, (int64_t)e[i].result) TH_LOG("%u: %u", n, i);
+			ASSERT_EQ(vl, e[i].val_len);
+			ASSERT_EQ(0, memcmp(out[i], want, vl)) TH_LOG("%u: %u", n, i);
+			ASSERT_EQ(0xee, out[i][vl]);
+		}
+	}
+	/* 16 GETs into 257-byte buffers: a 256-byte value and the 257 one */
+	memset(out, 0, sizeof(out));
+	for (i = 0; i < 16; i++)
+		e[i] = batch_ent(&self->c, PMIDX_OP_GET, keys[i & 1 ? SB_N - 1 : i],
+				 5, out[i], SB_V);
+	ASSERT_EQ(0, run_batch(&self->c, e, 16, &failed));
+	ASSERT_EQ(0, failed);
+	for (i = 0; i < 16; i++) {
+		vl = i & 1 ? SB_V : SB_V - 1;
+		sb_val((i & 1 ? SB_N - 1 : i) + SB_N, vl, want);
+		ASSERT_EQ(vl, e[i].val_len);
+		ASSERT_EQ(0, memcmp(out[i], want, vl)) TH_LOG("entry %u", i);
+	}
+	ASSERT_CHECK(SB_N);
+}
+
+/*
  * A batch of GETs only: over io_uring it runs on the non-blocking issue,
  * and values over the dispatcher's stack buffer need a scratch buffer it
  * may not have there, so the whole batch runs again from a worker. Either

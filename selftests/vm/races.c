@@ -19,6 +19,8 @@
  *                      data path answers 0 or -ENXIO (a dropped id, also
  *                      once a new index took its slot; never the new
  *                      index), LOOKUP 0 or -ENOENT; CHECK passes after.
+ *                      A BATCH's entries answer as one by one up to some
+ *                      entry and -ENXIO from there on.
  *  attach_detach       threads attach and detach the device (and try
  *                      formats without --force), others open /dev/pmidxN
  *                      and read, one dumps LIST and STATS: only 0, -EBUSY,
@@ -426,6 +428,7 @@ struct dv_worker {
 	const char	*devpath;
 	int		t;
 	unsigned long	sessions, ops, enxio, lookup_enoent;
+	unsigned long	batches, batch_cut;	/* cut: -ENXIO after entry 0 */
 };
 
 /* 0 goes on, -ENXIO ends the session (the index is gone); else a failure. */
@@ -443,6 +446,98 @@ static bool dv_step(struct dv_worker *w, const struct ix *ix,
 		return false;
 	}
 	w->ops++;
+	return true;
+}
+
+/*
+ * A BATCH on the session's id that puts two keys, reads them, deletes
+ * them and reads them gone. The batch keeps its index pinned from one
+ * entry to the next (dispatch.c, run_on_index()) and must let go once a
+ * drop has begun: its results are the expected ones up to some entry and
+ * -ENXIO from there on, never a mix, and a GET that ran finds the value
+ * of the PUT before it. Return: whether the session goes on.
+ */
+#define DV_BATCH	8
+
+static bool dv_batch(struct dv_worker *w, const struct ix *ix,
+		     const struct ctx *c, unsigned long it, bool *gone)
+{
+	static const uint8_t op[DV_BATCH] = {
+		PMIDX_OP_PUT, PMIDX_OP_PUT, PMIDX_OP_GET, PMIDX_OP_GET,
+		PMIDX_OP_DEL, PMIDX_OP_DEL, PMIDX_OP_GET, PMIDX_OP_GET,
+	};
+	static const int want[DV_BATCH] = { 0, 0, 0, 0, 0, 0, -ENOENT, -ENOENT };
+	struct pmidx_cmd e[DV_BATCH], b;
+	char key[2][32], val[2][64], got[2][64];
+	int i, k, ret, res;
+	uint32_t kl[2], vl[2];
+
+	for (k = 0; k < 2; k++) {
+		kl[k] = snprintf(key[k], sizeof(key[k]), "w%d-b%d", w->t, k);
+		vl[k] = snprintf(val[k], sizeof(val[k]), "%s batch id %u it %lu",
+				 key[k], c->index, it);
+	}
+	for (i = 0; i < DV_BATCH; i++) {
+		k = i & 1;
+		e[i] = (struct pmidx_cmd){ .op = op[i], .index = c->index,
+			.key = uptr(key[k]), .key_len = kl[k] };
+		if (op[i] == PMIDX_OP_PUT) {
+			e[i].val = uptr(val[k]);
+			e[i].val_len = vl[k];
+		} else if (op[i] == PMIDX_OP_GET) {
+			e[i].val = uptr(got[k]);
+			e[i].val_len = sizeof(got[k]);
+		}
+	}
+	b = (struct pmidx_cmd){ .op = PMIDX_OP_BATCH, .val = uptr(e),
+				.val_len = sizeof(e), .count = DV_BATCH };
+	w->thr->doing = "BATCH";
+	ret = c->path->cmd(c->fd, &b);
+	if (ret) {
+		race_fail(w->r, "worker %d: BATCH %s via %s (id %u): %s", w->t,
+			  ix->name, c->path->name, c->index, ename(ret));
+		return false;
+	}
+	for (i = 0; i < DV_BATCH; i++) {
+		res = (int)(int64_t)e[i].result;
+		if (res == -ENXIO)
+			break;
+		if (res != want[i]) {
+			race_fail(w->r, "worker %d: BATCH %s (id %u) entry %d: %s, not %s",
+				  w->t, ix->name, c->index, i, ename(res),
+				  ename(want[i]));
+			return false;
+		}
+		k = i & 1;
+		if (op[i] == PMIDX_OP_GET && !res &&
+		    (e[i].val_len != vl[k] || memcmp(got[k], val[k], vl[k]))) {
+			race_fail(w->r, "worker %d: BATCH %s (id %u) entry %d: wrong value",
+				  w->t, ix->name, c->index, i);
+			return false;
+		}
+	}
+	w->ops += i;
+	w->batches++;
+	w->batch_cut += i && i < DV_BATCH;
+	for (k = i; k < DV_BATCH; k++) {
+		if ((int64_t)e[k].result != -ENXIO) {
+			race_fail(w->r, "worker %d: BATCH %s (id %u) entry %d: %s after -ENXIO at %d",
+				  w->t, ix->name, c->index, k,
+				  ename((int)(int64_t)e[k].result), i);
+			return false;
+		}
+	}
+	if (i < DV_BATCH) {
+		w->enxio++;
+		*gone = true;
+		return false;
+	}
+	/* the batch's result: how many entries failed */
+	if (b.result != 2) {
+		race_fail(w->r, "worker %d: BATCH %s: %llu failed, not 2", w->t,
+			  ix->name, (unsigned long long)b.result);
+		return false;
+	}
 	return true;
 }
 
@@ -514,6 +609,8 @@ static void dv_session(struct dv_worker *w, const struct ix *ix, struct ctx *c,
 		else if (!ret)
 			ret = -EEXIST;	/* reported as a failure below */
 		if (!dv_step(w, ix, c, "GET after DEL", ret, &gone))
+			break;
+		if (!dv_batch(w, ix, c, it + j, &gone))
 			break;
 	}
 	if (gone) {
@@ -623,6 +720,7 @@ TEST_F_TIMEOUT(races, data_vs_drop, 3600)
 	struct dropper d[DV_DROPPERS] = {};
 	struct thr thr[DV_WORKERS + DV_DROPPERS] = {};
 	unsigned long sessions = 0, ops = 0, enxio = 0, noent = 0, drops = 0;
+	unsigned long batches = 0, cut = 0;
 	uint32_t old_id[MAX_IX];
 	uint64_t engine, keys;
 	struct ctx c;
@@ -653,11 +751,14 @@ TEST_F_TIMEOUT(races, data_vs_drop, 3600)
 		ops += w[i].ops;
 		enxio += w[i].enxio;
 		noent += w[i].lookup_enoent;
+		batches += w[i].batches;
+		cut += w[i].batch_cut;
 	}
 	for (i = 0; i < DV_DROPPERS; i++)
 		drops += d[i].drops;
 	TH_LOG("%lu sessions, %lu ops, %lu ended by -ENXIO, %lu LOOKUPs -ENOENT; %lu drops",
 	       sessions, ops, enxio, noent, drops);
+	TH_LOG("%lu BATCHes, %lu of them cut short by a drop", batches, cut);
 	RACE_ASSERT_CLEAN(&r);
 
 	/* a dropper may have stopped between drop and create */
