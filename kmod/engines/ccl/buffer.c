@@ -123,36 +123,52 @@ bool ccl_bn_read_retry(struct ccl_bnode *b, u64 h)
 	return (u64)atomic64_read(&b->hdr) != h;
 }
 
-/**
- * ccl_find_lock - lock the buffer node whose range holds @k
- *
- * The inner nodes lead to a node whose low fence is <= @k; if a split
- * moved @k to a right neighbour meanwhile, follow the neighbours (their
- * links are stable while the node is locked).
- *
- * Context: inside an epoch section.
+/*
+ * Lock the node whose range holds @k, starting at @b, whose low fence is
+ * <= @k; if a split moved @k to a right neighbour meanwhile, follow the
+ * neighbours (their links are stable while the node is locked). Return:
+ * NULL when a node on the way was obsolete (merged away): descend again.
  */
-struct ccl_bnode *ccl_find_lock(struct ccl_tree *t, const u8 *k, u32 klen,
-				u64 *h)
+static struct ccl_bnode *lock_from(struct ccl_bnode *b, u64 kpfx,
+				   const u8 *k, u32 klen, u64 *h)
 {
-	u64 v, kpfx = ccl_pfx(k, klen);
-	struct ccl_bnode *b, *nx;
+	struct ccl_bnode *nx;
+	u64 v;
 
-retry:
-	b = ccl_inner_find(t, k, klen);
 	for (;;) {
 		v = ccl_bn_lock(b);
 		if (!v)
-			goto retry;
+			return NULL;
 		nx = b->next;
 		if (!ccl_bn_past(nx, b->npfx, kpfx, k, klen)) {
-			ccl_leaf_prefetch(t, v);
 			*h = v;
 			return b;
 		}
 		ccl_bn_unlock_clean(b, v);
 		b = nx;
 	}
+}
+
+/**
+ * ccl_find_lock - lock the buffer node whose range holds @k
+ *
+ * @from: a node whose low fence is <= @k, seen linked in this epoch
+ * section (so not freed yet), to start at instead of the root; or NULL.
+ *
+ * Context: inside an epoch section.
+ */
+struct ccl_bnode *ccl_find_lock(struct ccl_tree *t, struct ccl_bnode *from,
+				const u8 *k, u32 klen, u64 *h)
+{
+	u64 kpfx = ccl_pfx(k, klen);
+	struct ccl_bnode *b = NULL;
+
+	if (from)
+		b = lock_from(from, kpfx, k, klen, h);
+	while (!b)
+		b = lock_from(ccl_inner_find(t, k, klen), kpfx, k, klen, h);
+	ccl_leaf_prefetch(t, *h);
+	return b;
 }
 
 /* The slot holding @k among the unflushed (or else the cached) slots. */
@@ -239,7 +255,7 @@ int ccl_buf_write(struct ccl_tree *t, struct ccl_wreq *r, struct ccl_res *res)
 	int s, ret, keys = 0;
 	u64 h, h0;
 
-	b = ccl_find_lock(t, r->key, r->klen, &h);
+	b = ccl_find_lock(t, NULL, r->key, r->klen, &h);
 	/* out of timestamps (see ccl.c): refuse before changing anything */
 	if (unlikely(ccl_ts_near_limit(b))) {
 		ccl_bn_unlock_clean(b, h);

@@ -183,12 +183,20 @@ void ccl_res_release(struct ccl_tree *t, struct ccl_res *res)
 
 /* ---- walking the buffer nodes ------------------------------------------ */
 
+/* Buffer nodes a walk visits in one epoch section, from one descent. */
+#define CCL_WALK_RUN	8
+
 /**
  * ccl_walk - call @fn on every buffer node, locked, in key order
  *
  * @fn may flush, split or merge the node; the walk resumes at the key
- * that was the node's high fence. Return values of @fn: 0 go on,
- * CCL_NEEDRES fill @res and call again on the same key, < 0 stop.
+ * that was the node's high fence. It reaches that key through the node's
+ * right link while in the same epoch section (a node seen linked there
+ * is not freed before the section ends; one merged away meanwhile is
+ * obsolete and sends the walk back to the root), and descends from the
+ * root once every CCL_WALK_RUN nodes, when it leaves the section.
+ * Return values of @fn: 0 go on, CCL_NEEDRES fill @res and call again on
+ * the same key, < 0 stop.
  *
  * Context: process context; each call runs inside an epoch section.
  */
@@ -197,21 +205,26 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 {
 	u8 key[PMIDX_KEY_MAX];
 	struct ccl_bnode *b, *nx;
-	unsigned int n = 0;
+	unsigned int n = 0, run;
 	u32 klen = 0;
 	u64 h;
 	int ret;
 
 	for (;;) {
 		pmidx_epoch_enter(&t->epoch);
-		b = ccl_find_lock(t, key, klen, &h);
-		ret = fn(t, b, &h, ctx);
-		nx = b->next;
-		if (nx && ret != CCL_NEEDRES) {
-			klen = nx->low->len;
-			memcpy(key, nx->low->key, klen);
+		nx = NULL;
+		for (run = 0; run < CCL_WALK_RUN; run++) {
+			b = ccl_find_lock(t, nx, key, klen, &h);
+			ret = fn(t, b, &h, ctx);
+			nx = b->next;
+			if (nx && ret != CCL_NEEDRES) {
+				klen = nx->low->len;
+				memcpy(key, nx->low->key, klen);
+			}
+			ccl_bn_unlock(b, h);
+			if (ret || !nx)
+				break;
 		}
-		ccl_bn_unlock(b, h);
 		pmidx_epoch_exit(&t->epoch);
 		if (ret == CCL_NEEDRES) {
 			ret = ccl_res_fill(t, res);
@@ -223,8 +236,11 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 			return ret;
 		if (!nx)
 			return 0;
-		if (!(++n % 32))
+		n += run;
+		if (n >= 32) {
+			n = 0;
 			cond_resched();
+		}
 	}
 }
 

@@ -506,8 +506,8 @@ void ccl_bn_unlock(struct ccl_bnode *b, u64 h);
 void ccl_bn_unlock_clean(struct ccl_bnode *b, u64 h);
 u64 ccl_bn_read_begin(struct ccl_bnode *b);
 bool ccl_bn_read_retry(struct ccl_bnode *b, u64 h);
-struct ccl_bnode *ccl_find_lock(struct ccl_tree *t, const u8 *k, u32 klen,
-				u64 *h);
+struct ccl_bnode *ccl_find_lock(struct ccl_tree *t, struct ccl_bnode *from,
+				const u8 *k, u32 klen, u64 *h);
 int ccl_buf_find(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
 		 const u8 *k, u32 klen, u8 fp, bool unflushed);
 void ccl_cache_drop(struct ccl_tree *t, struct ccl_bnode *b, u64 h,
