@@ -550,57 +550,49 @@ static bool span_add(struct span *s, u64 a, u32 len)
 	return true;
 }
 
-/* Does a GET's value buffer overlap a later entry's key or PUT value? */
-static bool get_feeds_later(const struct pmidx_cmd *ents, u32 n)
+/* Does entry @i's value buffer overlap a later entry's key or PUT value? */
+static bool feeds_later(const struct pmidx_cmd *ents, u32 i, u32 n)
 {
-	const struct pmidx_cmd *e, *l;
-	u32 i, j;
+	const struct pmidx_cmd *e = &ents[i], *l;
 
-	for (i = 0; i < n; i++) {
-		e = &ents[i];
-		for (j = i + 1; e->op == PMIDX_OP_GET && j < n; j++) {
-			l = &ents[j];
-			if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
-			    (l->op == PMIDX_OP_PUT &&
-			     overlaps(e->val, e->val_len, l->val, l->val_len)))
-				return true;
-		}
-	}
+	for (l = e + 1; l < ents + n; l++)
+		if (overlaps(e->val, e->val_len, l->key, l->key_len) ||
+		    (l->op == PMIDX_OP_PUT &&
+		     overlaps(e->val, e->val_len, l->val, l->val_len)))
+			return true;
 	return false;
 }
 
 /*
  * Bytes of scratch a staged run of @ents needs after them; 0: unstaged.
- * The GETs' value buffers are checked against the inputs pairwise only
- * when the span of the ones meets the span of the others: a caller's
- * values and keys usually lie in arrays apart.
+ * Walking back from the last entry, each GET's value buffer is checked
+ * against the span of the later entries' inputs, and against those
+ * inputs one by one only when it lies within that span: requests laid
+ * out in an array, in either order, cost one comparison per GET.
  */
 static size_t stage_bytes(const struct pmidx_cmd *ents, u32 n)
 {
 	size_t size = n * (sizeof(struct staged) + 2 * sizeof(struct pmidx_useg));
-	struct span out = {}, in = {};
+	struct span later = {};	/* the inputs of the entries after @e */
 	const struct pmidx_cmd *e;
-	bool ok = true;
 	u32 i;
 
 	if (n > STAGE_MAX)
 		return 0;
-	for (i = 0; i < n; i++) {
+	for (i = n; i-- > 0;) {
 		e = &ents[i];
 		if (e->op == PMIDX_OP_SCAN || e->val_len > OP_STACK_MAX)
 			return 0;
 		size += stage_room(e->key_len) + stage_room(e->val_len);
-		ok &= span_add(&in, e->key, e->key_len);
-		if (e->op == PMIDX_OP_GET)
-			ok &= span_add(&out, e->val, e->val_len);
-		else if (e->op == PMIDX_OP_PUT)
-			ok &= span_add(&in, e->val, e->val_len);
+		if (e->op == PMIDX_OP_GET &&
+		    overlaps(e->val, e->val_len, later.lo, later.hi - later.lo) &&
+		    feeds_later(ents, i, n))
+			return 0;
+		if (!span_add(&later, e->key, e->key_len) ||
+		    (e->op == PMIDX_OP_PUT &&
+		     !span_add(&later, e->val, e->val_len)))
+			return 0;
 	}
-	if (!ok)
-		return 0;
-	if (overlaps(out.lo, out.hi - out.lo, in.lo, in.hi - in.lo) &&
-	    get_feeds_later(ents, n))
-		return 0;
 	return size;
 }
 
