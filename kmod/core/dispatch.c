@@ -37,6 +37,7 @@
  */
 #include <linux/errno.h>
 #include <linux/percpu.h>
+#include <linux/poison.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -629,7 +630,13 @@ static struct staged *stage_in(struct pmidx_cmd *ents, u32 n, void *buf,
 		st[i].val = data;
 		st[i].cap = ents[i].val_len;
 		st[i].err = 0;
-		/* a GET writes back the val_len bytes its engine filled */
+		/*
+		 * A GET writes back the val_len bytes its engine filled
+		 * (engine.h, ->get); the debug kernel's poison shows one
+		 * that reports bytes it did not fill.
+		 */
+		if (IS_ENABLED(CONFIG_KASAN) && ents[i].op == PMIDX_OP_GET)
+			memset(st[i].val, POISON_INUSE, st[i].cap);
 		data += stage_room(ents[i].val_len);
 		nseg += stage_in_segs(&ents[i], &st[i], seg + nseg);
 	}

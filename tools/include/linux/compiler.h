@@ -9,6 +9,8 @@
 #ifndef _SHIM_LINUX_COMPILER_H
 #define _SHIM_LINUX_COMPILER_H
 
+#include <linux/kconfig.h>
+
 #ifndef __always_inline
 #define __always_inline		inline __attribute__((__always_inline__))
 #endif
