@@ -194,7 +194,8 @@ void ccl_res_release(struct ccl_tree *t, struct ccl_res *res)
  * right link while in the same epoch section (a node seen linked there
  * is not freed before the section ends; one merged away meanwhile is
  * obsolete and sends the walk back to the root), and descends from the
- * root once every CCL_WALK_RUN nodes, when it leaves the section.
+ * root once every CCL_WALK_RUN nodes, when it leaves the section (sooner
+ * when the CPU is wanted: the section keeps preemption off).
  * Return values of @fn: 0 go on, CCL_NEEDRES fill @res and call again on
  * the same key, < 0 stop.
  *
@@ -205,7 +206,7 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 {
 	u8 key[PMIDX_KEY_MAX];
 	struct ccl_bnode *b, *nx;
-	unsigned int n = 0, run;
+	unsigned int run;
 	u32 klen = 0;
 	u64 h;
 	int ret;
@@ -222,7 +223,7 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 				memcpy(key, nx->low->key, klen);
 			}
 			ccl_bn_unlock(b, h);
-			if (ret || !nx)
+			if (ret || !nx || need_resched())
 				break;
 		}
 		pmidx_epoch_exit(&t->epoch);
@@ -236,11 +237,7 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 			return ret;
 		if (!nx)
 			return 0;
-		n += run;
-		if (n >= 32) {
-			n = 0;
-			cond_resched();
-		}
+		cond_resched();
 	}
 }
 
