@@ -45,11 +45,18 @@
  *   3: "u%u" of n / 5 ("u1" a prefix of "u12": end children)
  *   4: 96 'p' + 4 bytes (long keys: large records)
  */
+static u64 dense_stride;	/* not 0: key n is the big-endian n * stride */
+
 static u32 key_of(u64 n, u8 *k)
 {
 	static const char shared[] = "the-same-prefix-of-thirty-by";
 	u64 h = n * 0x9e3779b97f4a7c15ULL;
 
+	if (dense_stride) {
+		h = cpu_to_be64(n * dense_stride);
+		memcpy(k, &h, 8);
+		return 8;
+	}
 	switch (n % 5) {
 	case 0:
 		h = cpu_to_be64(h);
@@ -258,16 +265,22 @@ static void pfart_structure(void)
 		UT_EQ(put(idx, i, v), 0);
 		state[i] = ++v;
 	}
+	/* one array's keys again and again: its dead records compact */
+	for (i = 0; i < 40 * 5; i++) {
+		UT_EQ(put(idx, i % 10 * 5, v), 0);
+		state[i % 10 * 5] = ++v;
+	}
 	verify(idx, state, SKEYS, "after updates");
 	s = psum(idx);
-	ut_note("pfart: %llu leaf splits, %llu grows, %llu compacts, %llu node adds, "
-		"%llu node grows, %llu prefix splits, %llu inner nodes",
+	ut_note("pfart: %llu leaf splits, %llu grows, %llu arrays above leaf_max, %llu compacts, "
+		"%llu node adds, %llu node grows, %llu prefix splits, %llu inner nodes",
 		(unsigned long long)s.splits, (unsigned long long)s.grows,
+		(unsigned long long)s.dense_builds,
 		(unsigned long long)s.compacts, (unsigned long long)s.node_adds,
 		(unsigned long long)s.node_grows, (unsigned long long)s.prefix_splits,
 		(unsigned long long)s.inners);
 	UT_ASSERT(s.splits && s.grows && s.compacts && s.node_adds);
-	UT_ASSERT(s.node_grows && s.prefix_splits);
+	UT_ASSERT(s.node_grows && s.prefix_splits && s.dense_builds);
 	/* a clean and a crash re-attach */
 	pmidx_pool_close(pool);
 	idx = reopen(img, &pool, false, NULL);
@@ -309,6 +322,178 @@ static void pfart_structure(void)
 	pfart_leaf_bytes = PFART_LEAF_MAX;
 	free(state);
 	ut_img_free(img, SZ);
+}
+
+/*
+ * Dense keys: sequential integers. A split on their last byte would give
+ * each key an array of its own (256 B of PM per 8-byte record); they get
+ * arrays above leaf_max instead (format.h), about 32 B per key with
+ * 8-byte values. Gets, scans, updates, deletes that shrink those arrays,
+ * re-attaches, and values of 62 bytes (the largest inline). Random keys
+ * (an odd multiplier: a permutation) for comparison: none of those
+ * arrays. PFART_DENSE_KEYS=N runs N keys (the figures in the README).
+ */
+static void pfart_dense(void)
+{
+	static const struct {
+		u64	stride;
+		u32	vlen, div, pm_max;	/* keys / div; PM per key */
+	} passes[] = {
+		{ 1, 8, 1, 48 },
+		{ 1, 62, 4, 160 },
+		{ 0x9e3779b97f4a7c15ULL, 8, 1, 64 },
+	};
+	const char *env = getenv("PFART_DENSE_KEYS");
+	u32 dkeys = env ? strtoul(env, NULL, 0) : 20000;
+	unsigned int pass;
+
+	for (pass = 0; pass < ARRAY_SIZE(passes); pass++) {
+		void *img = ut_img_alloc(SZ), *crashed = NULL;
+		struct pmidx_pool *pool = ut_pool_new(img, SZ), *rp;
+		u32 vl = passes[pass].vlen, nkeys = dkeys / passes[pass].div;
+		bool dense = passes[pass].stride == 1;
+		struct pmidx_index *idx, *ri;
+		const char *why = NULL;
+		struct pfart_pcpu s;
+		u64 i, keys, pm;
+		bool bad = false;
+		u8 k[8], v[64];
+
+		dense_stride = passes[pass].stride;
+		idx = create(pool, "t");
+		for (i = 0; i < nkeys; i++) {
+			key_of(i, k);
+			memset(v, 0x5a, sizeof(v));
+			memcpy(v, &i, sizeof(i));
+			UT_EQ(idx->ops->put(idx, k, 8, v, vl, 0), 0);
+		}
+		s = psum(idx);
+		pm = s.leaf_bytes + s.inner_bytes;
+		ut_note("pfart %s, %u keys, %u-byte values: %.1f B of PM (arrays and inner nodes), %.1f B of DRAM (metadata) per key; %llu arrays built above leaf_max, %llu splits",
+			dense ? "dense" : "random", nkeys, vl, (double)pm / nkeys,
+			(double)atomic64_read(&((struct pfart *)idx->priv)->dram_bytes) / nkeys,
+			(unsigned long long)s.dense_builds,
+			(unsigned long long)s.splits);
+		/* dense: 272 B per key before, one 256-byte array each */
+		UT_ASSERT(dense ? s.dense_builds > 0 : !s.dense_builds);
+		UT_ASSERT(pm < passes[pass].pm_max * nkeys);
+		/* every key with its own value; updates (appended) of some */
+		for (i = 0; i < nkeys; i += 7) {
+			key_of(i, k);
+			memset(v, 0x5a, sizeof(v));
+			memcpy(v, &i, sizeof(i));
+			v[vl - 1] ^= 1;
+			UT_EQ(idx->ops->put(idx, k, 8, v, vl, 0), 0);
+		}
+		for (i = 0; i < nkeys; i++) {
+			u8 g[64], w[64];
+			u32 gl = sizeof(g);
+
+			key_of(i, k);
+			memset(w, 0x5a, sizeof(w));
+			memcpy(w, &i, sizeof(i));
+			if (i % 7 == 0)
+				w[vl - 1] ^= 1;
+			UT_EQ(idx->ops->get(idx, k, 8, g, &gl), 0);
+			UT_ASSERT(gl == vl && !memcmp(g, w, vl));
+		}
+		UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+		UT_EQ(keys, nkeys);
+		UT_EQ(scan_all(idx, 0, &bad), nkeys);
+		UT_EQ(scan_all(idx, 100, &bad), nkeys);
+		UT_ASSERT(!bad);
+		pmidx_pool_close(pool);
+		idx = reopen(img, &pool, false, NULL);
+		ri = reopen(img, &rp, true, &crashed);
+		UT_ASSERT(!ri->ops->check(ri, &keys, &why) && keys == nkeys);
+		pmidx_pool_close(rp);
+		ut_img_free(crashed, SZ);
+		/* three keys in four go: the arrays move to smaller classes */
+		for (i = 0; i < nkeys; i++) {
+			if (i % 4 == 3)
+				continue;
+			key_of(i, k);
+			UT_EQ(idx->ops->del(idx, k, 8, 0), 0);
+		}
+		/* counters since the re-attach: the deletes' */
+		s = psum(idx);
+		ut_note("pfart %s after deletes: %.1f B of PM per key left, %llu arrays moved to a smaller class",
+			dense ? "dense" : "random",
+			(double)(s.leaf_bytes + s.inner_bytes) / (nkeys / 4),
+			(unsigned long long)s.leaf_shrinks);
+		UT_ASSERT(s.leaf_shrinks && s.leaf_bytes + s.inner_bytes < pm * 3 / 4);
+		UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+		UT_EQ(keys, nkeys / 4);
+		UT_EQ(scan_all(idx, 37, &bad), nkeys / 4);
+		UT_ASSERT(!bad);
+		ri = reopen(img, &rp, true, &crashed);
+		UT_ASSERT(!ri->ops->check(ri, &keys, &why) && keys == nkeys / 4);
+		pmidx_pool_close(rp);
+		ut_img_free(crashed, SZ);
+		for (i = 3; i < nkeys; i += 4) {
+			key_of(i, k);
+			UT_EQ(idx->ops->del(idx, k, 8, 0), 0);
+		}
+		s = psum(idx);
+		UT_ASSERT(s.collapses || s.node_shrinks);
+		UT_EQ(le64_to_cpu(((struct pfart *)idx->priv)->root->top), 0);
+		UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
+		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+		pmidx_pool_close(pool);
+		dense_stride = 0;
+		ut_img_free(img, SZ);
+	}
+}
+
+/*
+ * Format versions: an index of version 1 (no array above leaf_max) opens
+ * and is raised to 2, so that a module of version 1 stops at the version
+ * once it may hold such arrays. A version 1 image holding one is damaged;
+ * an unknown version is refused.
+ */
+static void pfart_format_version(void)
+{
+	unsigned int round;
+
+	for (round = 0; round < 3; round++) {
+		void *img = ut_img_alloc(SZ);
+		struct pmidx_pool *pool = ut_pool_new(img, SZ);
+		struct pmidx_index *idx = create(pool, "t");
+		u64 i, n = round == 1 ? 300 : 40;
+		const char *why = NULL;
+		struct pfart_root *r;
+
+		dense_stride = 1;
+		for (i = 0; i < n; i++)
+			UT_EQ(put(idx, i, i), 0);
+		dense_stride = 0;
+		UT_EQ(!!psum(idx).dense_builds, round == 1);
+		r = ((struct pfart *)idx->priv)->root;
+		UT_EQ(le32_to_cpu(r->version), PFART_FORMAT_VERSION);
+		r->version = cpu_to_le32(round == 2 ? PFART_FORMAT_VERSION + 1 :
+					 PFART_FORMAT_V1);
+		pmidx_pool_close(pool);
+		pool = pmidx_pool_open(img, SZ, false, &why);
+		if (round) {
+			UT_EQ(PTR_ERR(pool), -EUCLEAN);
+			ut_img_free(img, SZ);
+			continue;
+		}
+		UT_ASSERT(!IS_ERR(pool));
+		idx = pmidx_index_lookup(pool, "t");
+		UT_ASSERT(idx && idx->opened);
+		r = ((struct pfart *)idx->priv)->root;
+		UT_EQ(le32_to_cpu(r->version), PFART_FORMAT_VERSION);
+		dense_stride = 1;
+		for (i = 0; i < n; i++)
+			UT_EQ(get_is(idx, i, i, gbuf, vbuf), 0);
+		for (; i < 300; i++)	/* and now arrays above leaf_max */
+			UT_EQ(put(idx, i, i), 0);
+		dense_stride = 0;
+		UT_ASSERT(psum(idx).dense_builds > 0);
+		pmidx_pool_close(pool);
+		ut_img_free(img, SZ);
+	}
 }
 
 /* keys of every length up to 255, and every byte value in one position */
@@ -975,9 +1160,10 @@ static void run(const char *name, unsigned int ops, bool eadr_engine,
 	UT_EQ(crashsim_run(&cfg, &wl, res), 0);
 	pfart_leaf_bytes = PFART_LEAF_MAX;
 	crashsim_print_result(name, &cfg, res);
-	printf("# %s: %llu appends, %llu splits, %llu grows, %llu compacts, node adds/grows/shrinks %llu/%llu/%llu, %llu prefix splits, %llu prunes, %llu collapses\n",
+	printf("# %s: %llu appends, %llu splits, %llu grows, %llu arrays above leaf_max, %llu compacts, node adds/grows/shrinks %llu/%llu/%llu, %llu prefix splits, %llu prunes, %llu collapses\n",
 	       name, (unsigned long long)arg->s.appends,
 	       (unsigned long long)arg->s.splits, (unsigned long long)arg->s.grows,
+	       (unsigned long long)arg->s.dense_builds,
 	       (unsigned long long)arg->s.compacts,
 	       (unsigned long long)arg->s.node_adds,
 	       (unsigned long long)arg->s.node_grows,
@@ -1015,6 +1201,45 @@ static void pfart_crash_adr(void)
 	check_run(&res, &arg, false);
 }
 
+/*
+ * Dense keys (key n is n * 3, so two values of the next-to-last byte):
+ * arrays above leaf_max grown, compacted, split from, shrunk by deletes
+ * and reused, at every crash point.
+ */
+static void check_run_dense(const struct crashsim_result *res,
+			    const struct wl_arg *a)
+{
+	UT_ASSERT_MSG(!res->failures, "%llu failing crash images",
+		      (unsigned long long)res->failures);
+	if (getenv("PMIDX_CRASH_POINT"))
+		return;
+	UT_ASSERT(a->s.dense_builds && a->s.grows && a->s.compacts);
+	UT_ASSERT(a->s.splits && a->s.leaf_shrinks);
+}
+
+static void pfart_crash_dense_adr(void)
+{
+	struct crashsim_result res;
+	struct wl_arg arg;
+
+	dense_stride = 3;
+	run("pfart_crash_dense_adr", 900, false, false, 100000, &res, &arg);
+	dense_stride = 0;
+	check_run_dense(&res, &arg);
+	UT_EQ(arg.s.eadr_skips + arg.s.nofence_wbs, 0);
+}
+
+static void pfart_crash_dense_eadr(void)
+{
+	struct crashsim_result res;
+	struct wl_arg arg;
+
+	dense_stride = 3;
+	run("pfart_crash_dense_eadr", 900, true, true, 100000, &res, &arg);
+	dense_stride = 0;
+	check_run_dense(&res, &arg);
+}
+
 static void pfart_crash_eadr(void)
 {
 	struct crashsim_result res;
@@ -1045,6 +1270,8 @@ static void pfart_crash_eadr_under_adr(void)
 static const struct ut_test tests[] = {
 	UT_TEST(pfart_structure),
 	UT_TEST(pfart_key_shapes),
+	UT_TEST(pfart_dense),
+	UT_TEST(pfart_format_version),
 	UT_TEST(pfart_flushes),
 	UT_TEST(pfart_bulk_alloc),
 	UT_TEST(pfart_generation),
@@ -1052,6 +1279,8 @@ static const struct ut_test tests[] = {
 	UT_TEST(pfart_damaged),
 	UT_TEST(pfart_crash_adr),
 	UT_TEST(pfart_crash_eadr),
+	UT_TEST(pfart_crash_dense_adr),
+	UT_TEST(pfart_crash_dense_eadr),
 	UT_TEST(pfart_crash_eadr_under_adr),
 };
 

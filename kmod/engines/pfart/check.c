@@ -157,9 +157,9 @@ static int check_leaf(struct pfart *t, struct pfart_walk *w, u64 off,
 	if (p->n != m->n || p->tail != m->tail || p->live != m->live)
 		return bad(w, "leaf array metadata differs from its records");
 	for (i = 0; i < m->n; i++) {
-		u8 e = m->order[i];
+		u32 e = pfart_order(m, i);
 
-		if (e >= m->n || m->pos[e] != p->pos[p->order[i]] ||
+		if (e >= m->n || m->pos[e] != p->pos[pfart_order(p, i)] ||
 		    pfart_leaf_view(l, m, size, e, &v))
 			return bad(w, "leaf array order differs from its records");
 		if (m->klen[e] != v.klen || m->fp[e] != pfart_fp(v.key, v.klen))
@@ -190,7 +190,7 @@ int pfart_check(struct pfart *t, u64 *keys, const char **why)
 
 	if (!cs)
 		return -ENOMEM;
-	for (k = 0; k <= t->max_class; k++) {
+	for (k = 0; k < PFART_NR_CLASSES; k++) {
 		cs->tmp[k] = pfart_meta_alloc(t, k, GFP_KERNEL);
 		if (!cs->tmp[k])
 			goto out;

@@ -35,9 +35,12 @@
  *   does the end of the data area. A record, once its hdr is valid, never
  *   changes but for the valid bit, which only goes from 1 to 0.
  *
- * A leaf array has one of PFART_NR_CLASSES sizes (256 B .. 2 KiB, up to
- * the index's @leaf_max): a full one is rewritten into the next size, or
- * split into an inner node and leaf arrays when it is at @leaf_max.
+ * A leaf array has one of PFART_NR_CLASSES sizes (256 B .. 32 KiB): a
+ * full one is rewritten into the next size, or split into an inner node
+ * and leaf arrays when it is at the index's @leaf_max (2 KiB at most).
+ * Sizes above @leaf_max (format version 2) hold keys that a split would
+ * separate on their last byte, one key per new array for good: dense keys
+ * such as sequential integers (README, "Dense keys").
  *
  * Commit stores (the protocols are in README.md, "Crash protocol"):
  *   - a record: its hdr, an aligned 2-byte store, after the body and the
@@ -62,7 +65,8 @@
 #include <linux/types.h>
 
 #define PFART_ROOT_MAGIC	0x3174726166504650ULL	/* "PFPfart1" */
-#define PFART_FORMAT_VERSION	1
+#define PFART_FORMAT_VERSION	2	/* 2: leaf arrays above leaf_max */
+#define PFART_FORMAT_V1		1	/* opened, and raised to 2 */
 
 /* node types: the first byte of every node */
 enum pfart_type {
@@ -140,9 +144,10 @@ struct pfart_n256 {
 
 /* ---- leaf arrays ---------------------------------------------------------- */
 
-#define PFART_NR_CLASSES	4	/* 256, 512, 1024, 2048 bytes */
+#define PFART_NR_CLASSES	8	/* 256 B .. 32 KiB */
 #define PFART_LEAF_MIN		256
-#define PFART_LEAF_MAX		2048
+#define PFART_LEAF_MAX		2048	/* the largest @leaf_max */
+#define PFART_LEAF_HUGE		(PFART_LEAF_MIN << (PFART_NR_CLASSES - 1))
 
 struct pfart_leaf {
 	u8	type;		/* PFART_LEAF */
@@ -237,7 +242,9 @@ static inline void pfart_format_static_checks(void)
 	BUILD_BUG_ON(sizeof(struct pfart_n48) > PFART_N48_OBJ);
 	BUILD_BUG_ON(sizeof(struct pfart_n256) > PFART_N256_OBJ);
 	BUILD_BUG_ON(sizeof(struct pfart_root) != 256);
-	BUILD_BUG_ON(PFART_LEAF_MIN << (PFART_NR_CLASSES - 1) != PFART_LEAF_MAX);
+	BUILD_BUG_ON(PFART_LEAF_HUGE != 32768);
+	/* record offsets, tails and live bytes are u16 */
+	BUILD_BUG_ON(PFART_LEAF_HUGE - PFART_HDR_SIZE > 0xffff);
 	/* the largest record fits the second class: 2 + 255 + 62 + 2 */
 	BUILD_BUG_ON(2 + 255 + PFART_VINLINE_MAX + 2 >
 		     2 * PFART_LEAF_MIN - PFART_HDR_SIZE);

@@ -18,6 +18,7 @@
  * the entry, so the bytes an entry names are there; the rest (a moved
  * entry, a shifted order array) is caught by the array's version.
  */
+#include <linux/bitops.h>
 #include <linux/errno.h>
 #include <linux/string.h>
 #include "core/blob.h"
@@ -110,23 +111,41 @@ static int key_cmp(const struct pfart_view *v, const u8 *key, u32 klen)
 	return pmidx_key_cmp(v->key, v->klen, key, klen);
 }
 
-/* Return: the entry holding @key, or -1. Safe without the lock. */
+#define FP_ONES		0x0101010101010101ULL
+#define FP_LOW7		0x7f7f7f7f7f7f7f7fULL
+
+/* The high bit of every zero byte of @x, and of no other byte. */
+static u64 zero_bytes(u64 x)
+{
+	return ~(((x & FP_LOW7) + FP_LOW7) | x | FP_LOW7);
+}
+
+/*
+ * Return: the entry holding @key, or -1. Safe without the lock. The
+ * fingerprints are compared eight entries a word (struct pfart_meta):
+ * an array above leaf_max holds hundreds of entries.
+ */
 int pfart_leaf_find(const struct pfart *t, const struct pfart_leaf *l,
 		    const struct pfart_meta *m, const u8 *key, u32 klen)
 {
 	/* acquire: pairs with the release of @n in add_entry() */
-	u32 n = min_t(u32, smp_load_acquire(&m->n), m->cap), e;
+	u32 n = min_t(u32, smp_load_acquire(&m->n), m->cap), base, e;
+	u64 want = FP_ONES * pfart_fp(key, klen), hits;
+	const __le64 *fpw = (const __le64 *)m->fp;
 	u32 size = leaf_bytes(l);
 	struct pfart_view v;
-	u8 f = pfart_fp(key, klen);
 
-	for (e = 0; e < n; e++) {
-		if (READ_ONCE(m->fp[e]) != f || READ_ONCE(m->klen[e]) != klen)
-			continue;
-		if (pfart_leaf_view(l, m, size, e, &v))
-			continue;
-		if (!key_cmp(&v, key, klen))
-			return e;
+	for (base = 0; base < n; base += 8) {
+		/* torn by a writer: the caller's version check catches it */
+		hits = zero_bytes(le64_to_cpu(READ_ONCE(fpw[base / 8])) ^ want);
+		for (; hits; hits &= hits - 1) {
+			e = base + __ffs64(hits) / 8;
+			if (e >= n || READ_ONCE(m->klen[e]) != klen ||
+			    pfart_leaf_view(l, m, size, e, &v))
+				continue;
+			if (!key_cmp(&v, key, klen))
+				return e;
+		}
 	}
 	return -1;
 }
@@ -155,13 +174,13 @@ static u32 order_slot(const struct pfart_leaf *l, const struct pfart_meta *m,
 	struct pfart_view v;
 
 	/* appends in key order (a rebuild's, a parse's) cost one compare */
-	if (n && !pfart_leaf_view(l, m, size, m->order[n - 1], &v) &&
+	if (n && !pfart_leaf_view(l, m, size, pfart_order(m, n - 1), &v) &&
 	    key_cmp(&v, key, klen) < 0)
 		return n;
 	while (lo < hi) {
 		u32 mid = (lo + hi) / 2;
 
-		if (!pfart_leaf_view(l, m, size, m->order[mid], &v) &&
+		if (!pfart_leaf_view(l, m, size, pfart_order(m, mid), &v) &&
 		    key_cmp(&v, key, klen) < 0)
 			lo = mid + 1;
 		else
@@ -180,8 +199,8 @@ static void add_entry(struct pfart_leaf *l, struct pfart_meta *m, u32 pos,
 	WRITE_ONCE(m->klen[n], klen);
 	WRITE_ONCE(m->fp[n], pfart_fp(key, klen));
 	for (i = n; i > slot; i--)
-		WRITE_ONCE(m->order[i], m->order[i - 1]);
-	WRITE_ONCE(m->order[slot], n);
+		pfart_order_set(m, i, pfart_order(m, i - 1));
+	pfart_order_set(m, slot, n);
 	/* release: the entry is complete before a reader counts it */
 	smp_store_release(&m->n, n + 1);
 }
@@ -192,11 +211,11 @@ static void del_entry(struct pfart_meta *m, u32 e)
 	u32 last = m->n - 1, i, j;
 
 	for (i = 0, j = 0; i <= last; i++) {
-		u8 o = m->order[i];
+		u32 o = pfart_order(m, i);
 
 		if (o == e)
 			continue;
-		WRITE_ONCE(m->order[j++], o == last ? e : o);
+		pfart_order_set(m, j++, o == last ? e : o);
 	}
 	if (e != last) {
 		set_pos(m, e, m->pos[last]);
@@ -354,7 +373,7 @@ void pfart_leaf_fill(struct pfart *t, struct pfart_leaf *l,
 		m->pos[i] = pos;
 		m->klen[i] = r[i].klen;
 		m->fp[i] = pfart_fp(r[i].key, r[i].klen);
-		m->order[i] = i;
+		pfart_order_set(m, i, i);
 		pos += pfart_rec_bytes(&r[i]);
 	}
 	m->n = n;

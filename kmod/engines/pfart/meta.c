@@ -22,6 +22,7 @@
  * clean close frees it.
  */
 #include <linux/errno.h>
+#include <linux/kernel.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include "lock.h"
@@ -111,19 +112,29 @@ void pfart_mdir_free(struct pfart *t)
 
 /* ---- metadata ------------------------------------------------------------- */
 
+/* Bytes of the metadata of @cap entries: fp and klen, then pos and order. */
+static size_t meta_size(u32 cap)
+{
+	size_t order = cap > PFART_ENTRIES_LEAF_MAX ? sizeof(u16) : sizeof(u8);
+
+	return sizeof(struct pfart_meta) +
+	       round_up(cap, 8) * (2 * sizeof(u8) + sizeof(u16) + order);
+}
+
 struct pfart_meta *pfart_meta_alloc(struct pfart *t, u8 klass, gfp_t gfp)
 {
-	u32 cap = pfart_cap(klass);
-	size_t sz = sizeof(struct pfart_meta) + cap * (sizeof(u16) + 3);
+	u32 cap = pfart_cap(klass), pad = round_up(cap, 8);
+	size_t sz = meta_size(cap);
 	struct pfart_meta *m = kzalloc(sz, gfp);
 
 	if (!m)
 		return NULL;
+	BUILD_BUG_ON(sizeof(struct pfart_meta) % sizeof(u64));
 	m->cap = cap;
-	m->pos = (u16 *)(m + 1);
-	m->klen = (u8 *)(m->pos + cap);
-	m->fp = m->klen + cap;
-	m->order = m->fp + cap;
+	m->fp = (u8 *)(m + 1);		/* 8-byte aligned: pfart_leaf_find() */
+	m->klen = m->fp + pad;
+	m->pos = (u16 *)(m->klen + pad);
+	m->order = m->pos + pad;
 	atomic64_add(sz, &t->dram_bytes);
 	return m;
 }
@@ -132,7 +143,7 @@ void pfart_meta_free(struct pfart *t, struct pfart_meta *m)
 {
 	if (!m)
 		return;
-	atomic64_sub(sizeof(*m) + m->cap * (sizeof(u16) + 3), &t->dram_bytes);
+	atomic64_sub(meta_size(m->cap), &t->dram_bytes);
 	kfree(m);
 }
 
@@ -160,9 +171,10 @@ static u64 leaf_alloc(struct pfart *t, u8 klass, struct pfart_meta **m,
 
 /*
  * Top every reserve up to PFART_RES_TARGET when it is under
- * PFART_RES_LOW: many arrays at once, one fence. Context: under @smo,
+ * PFART_RES_LOW (above leaf_max: to PFART_RES_HUGE when it is empty and
+ * was wanted): many arrays at once, one fence. Context: under @smo,
  * outside any section; may sleep. Return: 0, or -ENOSPC/-ENOMEM when
- * nothing could be added to a reserve that is empty.
+ * nothing could be added to a reserve of leaf_max or less that is empty.
  */
 int pfart_reserve_fill(struct pfart *t)
 {
@@ -172,15 +184,17 @@ int pfart_reserve_fill(struct pfart *t)
 	u64 off;
 
 	lockdep_assert_held(&t->smo);
-	for (k = 0; k <= t->max_class; k++) {
+	for (k = 0; k < PFART_NR_CLASSES; k++) {
 		struct pfart_reserve *r = &t->res[k];
+		bool huge = k > t->max_class;
+		u32 target = huge ? PFART_RES_HUGE : PFART_RES_TARGET;
 
-		if (r->n >= PFART_RES_LOW)
+		if (huge ? r->n || !r->wanted : r->n >= PFART_RES_LOW)
 			continue;
-		while (r->n < PFART_RES_TARGET) {
+		while (r->n < target) {
 			off = leaf_alloc(t, k, &m, GFP_KERNEL);
 			if (!off) {
-				if (!r->n)
+				if (!r->n && !huge)
 					ret = -ENOSPC;
 				break;
 			}
@@ -231,6 +245,7 @@ struct pfart_leaf *pfart_leaf_take(struct pfart *t, u8 klass,
 		*m = r->s[r->n].m;
 		pfart_stat_inc(t, res_takes);
 	} else {
+		r->wanted = true;
 		off = leaf_alloc(t, klass, m, GFP_ATOMIC);
 		if (!off)
 			return NULL;

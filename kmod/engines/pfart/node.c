@@ -382,7 +382,7 @@ bool pfart_inner_ok(const struct pfart *t, const struct pfart_inner *n)
 
 bool pfart_leaf_hdr_ok(const struct pfart *t, const struct pfart_leaf *l)
 {
-	return l->type == PFART_LEAF && l->klass <= t->max_class &&
+	return l->type == PFART_LEAF && l->klass <= t->top_class &&
 	       l->plen == min_t(u32, l->depth, PFART_LPREFIX_MAX) &&
 	       le64_to_cpu(l->owner) == t->root_off &&
 	       le32_to_cpu(l->check) == pfart_check_word(l, t->root_off);

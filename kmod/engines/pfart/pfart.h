@@ -78,7 +78,9 @@ extern unsigned int pfart_leaf_bytes;
 
 #define PFART_RES_TARGET	16	/* leaf arrays kept per size class */
 #define PFART_RES_LOW		8	/* refill below this */
-#define PFART_MAX_ENTRIES	255	/* entries of one leaf array (u8 order) */
+#define PFART_RES_HUGE		4	/* the same above leaf_max, once wanted */
+#define PFART_MAX_ENTRIES	511	/* entries of one leaf array */
+#define PFART_ENTRIES_LEAF_MAX	255	/* ... of one of leaf_max or less */
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)
 /*
  * Restarts of one operation: every PFART_SPIN it leaves its section and
@@ -108,10 +110,12 @@ extern unsigned int pfart_leaf_bytes;
  *         deletes ask for the next one at half of it (hysteresis)
  * @media_bad: a reader's copy out of the array hit poison: the next put
  *         rewrites it, copying the records machine-check safe (smo.c)
- * @pos:   data offset of each entry's record (KeyPos)
+ * @fp:    fingerprint of each entry's key, 8-byte aligned and padded
+ *         to a multiple of 8 entries: a lookup compares eight at once
  * @klen:  key length of each entry (KeyLen)
- * @fp:    fingerprint of each entry's key
- * @order: entries in key order (the paper's slot array)
+ * @pos:   data offset of each entry's record (KeyPos)
+ * @order: entries in key order (the paper's slot array): u8 up to
+ *         PFART_ENTRIES_LEAF_MAX, u16 above (pfart_order())
  *
  * Written under the array's lock; read by readers without it
  * (READ_ONCE, bounds-checked, then the array's version validated).
@@ -123,10 +127,10 @@ struct pfart_meta {
 	u16	live;
 	u16	pruned;
 	bool	media_bad;
-	u16	*pos;
-	u8	*klen;
 	u8	*fp;
-	u8	*order;
+	u8	*klen;
+	u16	*pos;
+	void	*order;
 };
 
 /* Directory: per data chunk, one metadata pointer per 256 bytes. */
@@ -139,9 +143,14 @@ struct pfart_spare {
 	struct pfart_meta	*m;
 };
 
-/* Per size class; taken and refilled under pfart.smo only. */
+/*
+ * Per size class; taken and refilled under pfart.smo only. A class above
+ * leaf_max is kept only once an SMO wanted one (@wanted): most indexes
+ * never build one.
+ */
 struct pfart_reserve {
 	u32			n;
+	bool			wanted;
 	struct pfart_spare	s[PFART_RES_TARGET];
 };
 
@@ -150,6 +159,8 @@ struct pfart_pcpu {
 	s64	keys, leaves, inners, leaf_bytes, inner_bytes, blob_bytes;
 	u64	restarts;
 	u64	appends, compacts, grows, splits;
+	u64	dense_builds;		/* arrays built above leaf_max */
+	u64	leaf_shrinks;		/* arrays moved to a smaller class */
 	u64	node_adds, node_grows, node_shrinks, prefix_splits;
 	u64	prunes, collapses;
 	u64	res_takes, res_fills, direct_allocs;
@@ -212,7 +223,7 @@ struct pfart_scratch {
 	u8			keys[256];
 	u64			child[256];
 	u64			kids[257];	/* collapse: end child, children */
-	u8			stage[PFART_LEAF_MAX];	/* records read safely */
+	u8			stage[PFART_LEAF_HUGE];	/* records read safely */
 };
 
 /**
@@ -221,7 +232,9 @@ struct pfart_scratch {
  * @gen:     generation of this open (format.h, lock.h)
  * @eadr:    the pool's persistence mode, read at open: selects the
  *           adaptive flush (persist.h)
- * @leaf_max: largest leaf array, bytes; @max_class its class
+ * @leaf_max: largest leaf array, bytes, but for dense keys (smo.c);
+ *           @max_class its class; @top_class the largest class an
+ *           array of this index may have (@max_class in version 1)
  * @data_off: pool offset of the allocator's first chunk
  * @mdir:    metadata directory, one array per data chunk (meta.c)
  * @res:     reserves of leaf arrays, per class (meta.c), under @smo
@@ -240,6 +253,7 @@ struct pfart {
 	bool			eadr;
 	u32			leaf_max;
 	u8			max_class;
+	u8			top_class;
 	u64			data_off;
 	u64			nchunks;
 	struct pfart_meta	***mdir;
@@ -289,9 +303,34 @@ static inline u32 pfart_data_size(u8 klass)
 	return pfart_leaf_size(klass) - PFART_HDR_SIZE;
 }
 
+/*
+ * Entries of an array: one per 4 data bytes (the smallest record), at
+ * most 255 up to PFART_LEAF_MAX, where the metadata of most arrays is
+ * (its DRAM is per entry of the capacity); 511 above, for the 256 dense
+ * keys of one array and more (smo.c split_scatters()).
+ */
 static inline u32 pfart_cap(u8 klass)
 {
-	return min_t(u32, PFART_MAX_ENTRIES, pfart_data_size(klass) / 4);
+	u32 max = pfart_leaf_size(klass) > PFART_LEAF_MAX ?
+		  PFART_MAX_ENTRIES : PFART_ENTRIES_LEAF_MAX;
+
+	return min_t(u32, max, pfart_data_size(klass) / 4);
+}
+
+/* Entry @i of @m's order array, and its store (a reader may race it). */
+static inline u32 pfart_order(const struct pfart_meta *m, u32 i)
+{
+	if (m->cap > PFART_ENTRIES_LEAF_MAX)
+		return READ_ONCE(((const u16 *)m->order)[i]);
+	return READ_ONCE(((const u8 *)m->order)[i]);
+}
+
+static inline void pfart_order_set(struct pfart_meta *m, u32 i, u32 e)
+{
+	if (m->cap > PFART_ENTRIES_LEAF_MAX)
+		WRITE_ONCE(((u16 *)m->order)[i], e);
+	else
+		WRITE_ONCE(((u8 *)m->order)[i], e);
 }
 
 /* One-byte fingerprint of a key (§3.1). */

@@ -202,6 +202,7 @@ static void set_leaf_max(struct pfart *t, u32 bytes)
 {
 	t->leaf_max = bytes;
 	t->max_class = ilog2(bytes / PFART_LEAF_MIN);
+	t->top_class = PFART_NR_CLASSES - 1;
 }
 
 int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
@@ -213,7 +214,7 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 	};
 	u64 t0, gen, dups = 0;
 	s64 keys = 0, blob_bytes = 0, leaf_bytes = 0;
-	u32 lm;
+	u32 lm, ver;
 	size_t j;
 	int ret;
 
@@ -224,11 +225,14 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 		return 0;
 	}
 	lm = le32_to_cpu(r->leaf_max);
+	ver = le32_to_cpu(r->version);
 	if (le64_to_cpu(r->magic) != PFART_ROOT_MAGIC ||
-	    le32_to_cpu(r->version) != PFART_FORMAT_VERSION ||
+	    (ver != PFART_FORMAT_VERSION && ver != PFART_FORMAT_V1) ||
 	    (lm != 512 && lm != 1024 && lm != 2048))
 		return bad_root(t, "bad root");
 	set_leaf_max(t, lm);
+	if (ver == PFART_FORMAT_V1)	/* no array above leaf_max yet */
+		t->top_class = t->max_class;
 	rs = kvzalloc(sizeof(*rs), GFP_KERNEL);
 	if (!rs)
 		return -ENOMEM;
@@ -273,6 +277,16 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 	t->gen = gen;
 	WRITE_ONCE(r->gen, cpu_to_le64(gen));
 	pfart_persist(t, &r->gen, sizeof(r->gen));
+	/*
+	 * From now on this index may hold leaf arrays above leaf_max: a
+	 * module of version 1 stops at the root's version, before its walk
+	 * would take such an array for damage (and repair anything).
+	 */
+	if (ver == PFART_FORMAT_V1) {
+		WRITE_ONCE(r->version, cpu_to_le32(PFART_FORMAT_VERSION));
+		pfart_persist(t, &r->version, sizeof(r->version));
+		t->top_class = PFART_NR_CLASSES - 1;
+	}
 	pfart_stat_add(t, keys, keys);
 	pfart_stat_add(t, leaves, w.leaves);
 	pfart_stat_add(t, inners, w.inners);

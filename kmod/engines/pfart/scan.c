@@ -180,7 +180,7 @@ static int scan_leaf(struct pfart *t, struct scan_state *st,
 	/* acquire: pairs with the release of @n in leaf.c */
 	n = min_t(u32, smp_load_acquire(&m->n), m->cap);
 	for (i = 0; i < n; i++) {
-		u8 e = READ_ONCE(m->order[i]);
+		u32 e = pfart_order(m, i);
 
 		if (e >= m->cap || pfart_leaf_view(l, m, size, e, &v))
 			return -EAGAIN;

@@ -43,13 +43,14 @@ static u8 type_of(struct pfart *t, u64 off)
 
 /*
  * The smallest leaf class holding @n records of @bytes with a quarter of
- * it free (room for the next inserts); -1 when none does.
+ * it free (room for the next inserts): up to leaf_max, or with @dense up
+ * to PFART_LEAF_HUGE; -1 when none does.
  */
-static int class_for(struct pfart *t, u32 bytes, u32 n)
+static int class_for(struct pfart *t, u32 bytes, u32 n, bool dense)
 {
-	int k;
+	int k, last = dense ? PFART_NR_CLASSES - 1 : t->max_class;
 
-	for (k = 0; k <= t->max_class; k++)
+	for (k = 0; k <= last; k++)
 		if (bytes * 4 <= pfart_data_size(k) * 3 &&
 		    n * 4 <= pfart_cap(k) * 3)
 			return k;
@@ -81,26 +82,57 @@ static u64 build_leaf(struct pfart *t, int k, const struct pfart_rec *r, u32 n,
 }
 
 /*
+ * The key byte an inner node over records [tk->lo, tk->hi) (two or more)
+ * dispatches on: past their longest common prefix after tk->depth, which
+ * is the node's prefix (at most PFART_PREFIX_MAX bytes: longer is a chain).
+ */
+static u32 split_byte(const struct pfart_scratch *sc,
+		      const struct pfart_task *tk)
+{
+	const struct pfart_rec *a = &sc->rec[tk->lo], *z = &sc->rec[tk->hi - 1];
+	u32 lcp = 0, maxl = min(a->klen, z->klen) - tk->depth;
+
+	while (lcp < maxl && a->key[tk->depth + lcp] == z->key[tk->depth + lcp])
+		lcp++;
+	return tk->depth + min_t(u32, lcp, PFART_PREFIX_MAX);
+}
+
+/*
+ * Would an inner node over records [tk->lo, tk->hi) leave most of them
+ * alone in an array for good? It would when three quarters of their keys
+ * end right after the byte it dispatches on: each goes to an array at the
+ * depth of its whole key, which only longer keys can join. Dense keys
+ * (sequential integers: 256 keys differ in their last byte) do that, at
+ * 256 B of array per key; they get an array above leaf_max instead.
+ */
+static bool split_scatters(const struct pfart_scratch *sc,
+			   const struct pfart_task *tk)
+{
+	u32 q = split_byte(sc, tk), i, last = 0;
+
+	for (i = tk->lo; i < tk->hi; i++)
+		last += sc->rec[i].klen == q + 1;
+	return last * 4 >= (tk->hi - tk->lo) * 3;
+}
+
+/*
  * An inner node over records [tk->lo, tk->hi): its prefix is their
- * longest common prefix past tk->depth (at most PFART_PREFIX_MAX: longer
- * is a chain), its children the groups by the next byte, the key that
- * ends there its end child. The groups become tasks.
+ * longest common prefix past tk->depth (split_byte()), its children the
+ * groups by the next byte, the key that ends there its end child. The
+ * groups become tasks.
  */
 static u64 build_inner(struct pfart *t, const struct pfart_task *tk,
 		       u32 *ntask)
 {
 	struct pfart_scratch *sc = t->scr;
-	const struct pfart_rec *a = &sc->rec[tk->lo], *z = &sc->rec[tk->hi - 1];
-	u32 lcp = 0, maxl = min(a->klen, z->klen) - tk->depth;
+	const struct pfart_rec *a = &sc->rec[tk->lo];
 	u32 plen, q, i, g, ngroups = 0;
 	struct pfart_inner *n;
 
 	if (tk->hi - tk->lo < 2)
 		return 0;	/* one record always fits a leaf array */
-	while (lcp < maxl && a->key[tk->depth + lcp] == z->key[tk->depth + lcp])
-		lcp++;
-	plen = min_t(u32, lcp, PFART_PREFIX_MAX);
-	q = tk->depth + plen;
+	q = split_byte(sc, tk);
+	plen = q - tk->depth;
 	for (i = tk->lo; i < tk->hi; i++)
 		if (sc->rec[i].klen > q &&
 		    (i == tk->lo || sc->rec[i - 1].klen == q ||
@@ -142,9 +174,10 @@ static void drop_built(struct pfart *t, u64 off)
 
 /*
  * Build the subtree of scratch records [0, @n) (sorted, distinct keys
- * sharing key[0, @depth)): one leaf array when they fit one with a quarter
- * free, else an inner node and so on below. Everything is written back,
- * nothing fenced, nothing reachable.
+ * sharing key[0, @depth)): one leaf array when they fit one of leaf_max
+ * with a quarter free, or one above leaf_max when an inner node would
+ * scatter them (split_scatters()), else an inner node and so on below.
+ * Everything is written back, nothing fenced, nothing reachable.
  * Return: 0 with *@out, or -ENOSPC (the pool is full; all dropped).
  */
 static int build(struct pfart *t, u32 n, u32 depth, u64 *out)
@@ -155,16 +188,20 @@ static int build(struct pfart *t, u32 n, u32 depth, u64 *out)
 	sc->task[ntask++] = (struct pfart_task){ 0, n, depth, NULL };
 	while (ntask) {
 		struct pfart_task tk = sc->task[--ntask];
-		u32 cnt = tk.hi - tk.lo;
-		int k = class_for(t, rec_sum(&sc->rec[tk.lo], cnt), cnt);
+		u32 cnt = tk.hi - tk.lo, bytes = rec_sum(&sc->rec[tk.lo], cnt);
+		int k = class_for(t, bytes, cnt, false);
 		u64 off;
 
+		if (k < 0 && cnt > 1 && split_scatters(sc, &tk))
+			k = class_for(t, bytes, cnt, true);
 		if (k >= 0)
 			off = build_leaf(t, k, &sc->rec[tk.lo], cnt, tk.depth);
 		else
 			off = build_inner(t, &tk, &ntask);
 		if (!off)
 			goto fail;
+		if (k > t->max_class)
+			pfart_stat_inc(t, dense_builds);
 		if (nbuilt == PFART_BUILD_MAX) {
 			drop_built(t, off);
 			goto fail;
@@ -279,7 +316,7 @@ static int replace(struct pfart *t, const struct pfart_step *s, u64 new)
  * array a reader saw poison in): *@r names the copy. Return: 0, -EIO.
  */
 static int stage(struct pfart *t, struct pfart_leaf *l, struct pfart_meta *m,
-		 u8 o, u32 *staged, struct pfart_rec *r)
+		 u32 o, u32 *staged, struct pfart_rec *r)
 {
 	u8 *dst = t->scr->stage + *staged;
 	u32 pos = m->pos[o], vbytes;
@@ -326,7 +363,7 @@ static int gather(struct pfart *t, struct pfart_leaf *l, struct pfart_meta *m,
 	if (*n + m->n + 1 > PFART_REC_MAX)
 		return -E2BIG;
 	for (i = 0; i < m->n; i++) {
-		u8 o = m->order[i];
+		u32 o = pfart_order(m, i);
 
 		if (o >= m->n)
 			return -EUCLEAN;
@@ -757,7 +794,7 @@ static int prune_leaf(struct pfart *t, const struct pfart_step *s)
 		pfart_leaf_retire(t, l);
 		return 0;
 	}
-	k = class_for(t, m->live, m->n);
+	k = class_for(t, m->live, m->n, l->klass > t->max_class);
 	if (k < 0 || k >= l->klass || m->media_bad) {
 		WRITE_ONCE(m->pruned, max_t(u16, m->live, 1));
 		pfart_unlock(t, pfart_lk(l));
@@ -776,6 +813,7 @@ static int prune_leaf(struct pfart *t, const struct pfart_step *s)
 	unlock_parent(t, s);
 	pfart_leaf_retire(t, l);
 	pfart_stat_inc(t, compacts);
+	pfart_stat_inc(t, leaf_shrinks);
 	return 0;
 }
 
