@@ -1206,38 +1206,32 @@ static void pfart_crash_adr(void)
  * arrays above leaf_max grown, compacted, split from, shrunk by deletes
  * and reused, at every crash point.
  */
-static void check_run_dense(const struct crashsim_result *res,
-			    const struct wl_arg *a)
+static void crash_dense(const char *name, bool eadr)
 {
-	UT_ASSERT_MSG(!res->failures, "%llu failing crash images",
-		      (unsigned long long)res->failures);
+	struct crashsim_result res;
+	struct wl_arg arg;
+
+	dense_stride = 3;
+	run(name, 900, eadr, eadr, 100000, &res, &arg);
+	dense_stride = 0;
+	UT_ASSERT_MSG(!res.failures, "%llu failing crash images",
+		      (unsigned long long)res.failures);
 	if (getenv("PMIDX_CRASH_POINT"))
 		return;
-	UT_ASSERT(a->s.dense_builds && a->s.grows && a->s.compacts);
-	UT_ASSERT(a->s.splits && a->s.leaf_shrinks);
+	UT_ASSERT(arg.s.dense_builds && arg.s.grows && arg.s.compacts);
+	UT_ASSERT(arg.s.splits && arg.s.leaf_shrinks);
+	if (!eadr)
+		UT_EQ(arg.s.eadr_skips + arg.s.nofence_wbs, 0);
 }
 
 static void pfart_crash_dense_adr(void)
 {
-	struct crashsim_result res;
-	struct wl_arg arg;
-
-	dense_stride = 3;
-	run("pfart_crash_dense_adr", 900, false, false, 100000, &res, &arg);
-	dense_stride = 0;
-	check_run_dense(&res, &arg);
-	UT_EQ(arg.s.eadr_skips + arg.s.nofence_wbs, 0);
+	crash_dense("pfart_crash_dense_adr", false);
 }
 
 static void pfart_crash_dense_eadr(void)
 {
-	struct crashsim_result res;
-	struct wl_arg arg;
-
-	dense_stride = 3;
-	run("pfart_crash_dense_eadr", 900, true, true, 100000, &res, &arg);
-	dense_stride = 0;
-	check_run_dense(&res, &arg);
+	crash_dense("pfart_crash_dense_eadr", true);
 }
 
 static void pfart_crash_eadr(void)
