@@ -205,17 +205,26 @@ static void add_entry(struct pfart_leaf *l, struct pfart_meta *m, u32 pos,
 	smp_store_release(&m->n, n + 1);
 }
 
-/* Entry @e goes; the last entry takes its index. */
+/*
+ * Entry @e goes; the last entry takes its index. Only the order slots
+ * from @e's on are stored (an array above leaf_max has hundreds).
+ */
 static void del_entry(struct pfart_meta *m, u32 e)
 {
-	u32 last = m->n - 1, i, j;
+	u32 last = m->n - 1, slot = 0, i, o;
 
-	for (i = 0, j = 0; i <= last; i++) {
-		u32 o = pfart_order(m, i);
-
-		if (o == e)
-			continue;
-		pfart_order_set(m, j++, o == last ? e : o);
+	while (slot < last && pfart_order(m, slot) != e)
+		slot++;
+	for (i = slot; i < last; i++) {
+		o = pfart_order(m, i + 1);
+		pfart_order_set(m, i, o == last ? e : o);
+	}
+	/* the last entry's slot, when it comes before @e's: renamed */
+	for (i = 0; e != last && i < slot; i++) {
+		if (pfart_order(m, i) == last) {
+			pfart_order_set(m, i, e);
+			break;
+		}
 	}
 	if (e != last) {
 		set_pos(m, e, m->pos[last]);
