@@ -99,23 +99,31 @@ void pmidx_epoch_exit(struct pmidx_epoch *e)
 	preempt_enable();
 }
 
-/* Advance the global epoch if every active CPU has caught up. */
+/*
+ * Advance the global epoch if every active CPU has caught up. Return:
+ * the epoch now, with every section that ended before it happened before
+ * our return, whether this call advanced it or, its trylock failing,
+ * read another CPU's advance: the advancer's acquire of each @active and
+ * its release of @global carry the sections' accesses to our acquire
+ * (a freeze reads what those writers wrote; collect() frees after them).
+ */
 static u64 try_advance(struct pmidx_epoch *e)
 {
-	u64 g = atomic64_read(&e->global);
+	u64 g = atomic64_read_acquire(&e->global);
 	int cpu;
 
 	if (!spin_trylock(&e->advance_lock))
 		return g;
 	g = atomic64_read(&e->global);
 	for_each_possible_cpu(cpu) {
+		/* pairs with the release in pmidx_epoch_exit() */
 		u64 a = smp_load_acquire(&per_cpu_ptr(e->pcpu, cpu)->active);
 
 		if (a && a != g)
 			goto out;
 	}
 	g++;
-	atomic64_set(&e->global, g);
+	atomic64_set_release(&e->global, g);
 out:
 	spin_unlock(&e->advance_lock);
 	return g;
@@ -178,6 +186,13 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	preempt_disable();
 	c = this_cpu_ptr(e->pcpu);
 	spin_lock(&c->lock);
+	/*
+	 * The caller's unlink before our read of @global (the tag below):
+	 * a section that could still see @obj entered at an epoch no later
+	 * than the tag, so it has ended once @global is two past the tag.
+	 * Pairs with the barrier in pmidx_epoch_enter().
+	 */
+	smp_mb__after_spinlock();
 	if (c->nr >= c->cap / 2)
 		limbo_grow(c);		/* ahead: a failure leaves room */
 	if (c->nr == c->cap && READ_ONCE(c->active)) {

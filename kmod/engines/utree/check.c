@@ -43,7 +43,7 @@ void ut_freeze(struct utree *t)
 	/* pairs with the one in pmidx_epoch_enter(), see above */
 	smp_mb();
 	pmidx_epoch_barrier(&t->pool->epoch);
-	while (atomic_read(&t->stragglers))
+	while (atomic_read_acquire(&t->stragglers))	/* see backoff() */
 		cond_resched();
 }
 

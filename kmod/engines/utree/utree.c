@@ -108,7 +108,8 @@ static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 		r->seen_w = r->w;
 		r->changed = false;
 		pmidx_epoch_barrier(&t->pool->epoch);
-		while (atomic_read(&t->stragglers))
+		/* acquire: pairs with the straggler's release of its count */
+		while (atomic_read_acquire(&t->stragglers))
 			cond_resched();
 	}
 	cond_resched();
@@ -412,8 +413,9 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	if (p.retry.nowait)
 		put_retire(t, &p);
 	pmidx_epoch_exit(&t->pool->epoch);
+	/* release: its tree insert before a freeze that sees the count */
 	if (p.straggler)
-		atomic_dec(&t->stragglers);
+		atomic_dec_return_release(&t->stragglers);
 	put_retire(t, &p);
 out:
 	if (p.node)

@@ -42,6 +42,8 @@ static inline ctype pfx##_inc_return(atype *v)				\
 { return __atomic_add_fetch(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
 static inline ctype pfx##_dec_return(atype *v)				\
 { return __atomic_sub_fetch(&v->counter, 1, __ATOMIC_SEQ_CST); }	\
+static inline ctype pfx##_dec_return_release(atype *v)			\
+{ return __atomic_sub_fetch(&v->counter, 1, __ATOMIC_RELEASE); }	\
 static inline ctype pfx##_fetch_add(ctype i, atype *v)			\
 { return __atomic_fetch_add(&v->counter, i, __ATOMIC_SEQ_CST); }	\
 static inline ctype pfx##_fetch_sub(ctype i, atype *v)			\

@@ -59,6 +59,9 @@ static inline int spin_is_locked(spinlock_t *l)
 	return __atomic_load_n(&l->dep_map.owner, __ATOMIC_RELAXED) != 0;
 }
 
+/* a lock is an acquire only: a full barrier where one is wanted */
+#define smp_mb__after_spinlock()	__atomic_thread_fence(__ATOMIC_SEQ_CST)
+
 #define assert_spin_locked(l)	lockdep_assert_held(l)
 
 #define spin_lock_bh(l)		spin_lock(l)
