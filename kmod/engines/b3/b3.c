@@ -883,7 +883,8 @@ static void b3_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 
 /*
  * Set the index's counters to @keys, @pages, @bytes. Context: writers
- * frozen (b3_freeze()): none changes a per-CPU counter meanwhile.
+ * frozen (b3_freeze()): none changes a per-CPU counter meanwhile; STATS
+ * may read them (READ_ONCE in b3_stats()).
  */
 void b3_counters_set(struct b3 *t, u64 keys, u64 pages, u64 bytes)
 {
@@ -892,14 +893,14 @@ void b3_counters_set(struct b3 *t, u64 keys, u64 pages, u64 bytes)
 
 	for_each_possible_cpu(cpu) {
 		c = per_cpu_ptr(t->pcpu, cpu);
-		c->keys = 0;
-		c->pages = 0;
-		c->blob_bytes = 0;
+		WRITE_ONCE(c->keys, 0);
+		WRITE_ONCE(c->pages, 0);
+		WRITE_ONCE(c->blob_bytes, 0);
 	}
 	c = per_cpu_ptr(t->pcpu, 0);
-	c->keys = keys;
-	c->pages = pages;
-	c->blob_bytes = bytes;
+	WRITE_ONCE(c->keys, keys);
+	WRITE_ONCE(c->pages, pages);
+	WRITE_ONCE(c->blob_bytes, bytes);
 }
 
 s64 b3_sum_keys(struct b3 *t)
