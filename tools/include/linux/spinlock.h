@@ -59,8 +59,16 @@ static inline int spin_is_locked(spinlock_t *l)
 	return __atomic_load_n(&l->dep_map.owner, __ATOMIC_RELAXED) != 0;
 }
 
-/* a lock is an acquire only: a full barrier where one is wanted */
+/*
+ * A lock is an acquire only: a full barrier where one is wanted. On x86
+ * the lock's locked instruction is one already (as in the kernel, where
+ * x86 leaves this empty).
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#define smp_mb__after_spinlock()	__atomic_signal_fence(__ATOMIC_SEQ_CST)
+#else
 #define smp_mb__after_spinlock()	__atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
 
 #define assert_spin_locked(l)	lockdep_assert_held(l)
 
