@@ -4,13 +4,14 @@
  * kernel clients. A handle pins its pool (the pin /dev/pmidxN opens take:
  * no detach) and holds its index (pmidx_index_hold(): drop-index answers
  * -EBUSY), so the operations need no per-call reference: they call the
- * engine directly on the caller's buffers after the checks the dispatcher
- * (core/dispatch.c) makes for the user paths.
+ * engine directly on the caller's buffers (core/direct.c, shared with the
+ * userspace build).
  */
 #include <linux/err.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/pmidx_kapi.h>
+#include "core/direct.h"
 #include "core/engine.h"
 #include "pool_dev.h"
 
@@ -18,11 +19,6 @@ struct pmidx_handle {
 	struct pmidx_pool_dev	*dev;
 	struct pmidx_index	*idx;
 };
-
-static bool key_ok(const void *key, u32 key_len)
-{
-	return key && key_len && key_len <= PMIDX_KEY_MAX;
-}
 
 /* @pool is "pmidxN" or the device path given at attach. */
 static struct pmidx_pool_dev *find_pool(const char *pool)
@@ -121,16 +117,7 @@ EXPORT_SYMBOL_GPL(pmidx_index_engine);
 int pmidx_get(struct pmidx_handle *h, const void *key, u32 key_len,
 	      void *val, u32 *val_len)
 {
-	u32 cap = min_t(u32, *val_len, PMIDX_VALUE_MAX), len = cap;
-	int ret;
-
-	if (!key_ok(key, key_len) || (cap && !val))
-		return -EINVAL;
-	ret = h->idx->ops->get(h->idx, key, key_len, val, &len);
-	if (ret)
-		return ret;
-	*val_len = len;
-	return len > cap ? -ENOSPC : 0;
+	return pmidx_direct_get(h->idx, key, key_len, val, val_len);
 }
 EXPORT_SYMBOL_GPL(pmidx_get);
 
@@ -144,12 +131,7 @@ EXPORT_SYMBOL_GPL(pmidx_get);
 int pmidx_put(struct pmidx_handle *h, const void *key, u32 key_len,
 	      const void *val, u32 val_len, u32 flags)
 {
-	if (!key_ok(key, key_len) || (val_len && !val) ||
-	    (flags & ~PMIDX_PUT_INSERT))
-		return -EINVAL;
-	if (val_len > PMIDX_VALUE_MAX)
-		return -E2BIG;
-	return h->idx->ops->put(h->idx, key, key_len, val, val_len, flags);
+	return pmidx_direct_put(h->idx, key, key_len, val, val_len, flags);
 }
 EXPORT_SYMBOL_GPL(pmidx_put);
 
@@ -160,25 +142,9 @@ EXPORT_SYMBOL_GPL(pmidx_put);
  */
 int pmidx_del(struct pmidx_handle *h, const void *key, u32 key_len)
 {
-	if (!key_ok(key, key_len))
-		return -EINVAL;
-	return h->idx->ops->del(h->idx, key, key_len, 0);
+	return pmidx_direct_del(h->idx, key, key_len);
 }
 EXPORT_SYMBOL_GPL(pmidx_del);
-
-struct scan_cb {
-	struct pmidx_scan_sink	sink;
-	pmidx_scan_fn		fn;
-	void			*priv;
-};
-
-static int scan_emit(struct pmidx_scan_sink *sink, const u8 *key, u32 klen,
-		     const u8 *val, u32 vlen)
-{
-	struct scan_cb *cb = container_of(sink, struct scan_cb, sink);
-
-	return cb->fn(cb->priv, key, klen, val, vlen);
-}
 
 /**
  * pmidx_scan - visit keys in ascending order
@@ -198,16 +164,7 @@ int pmidx_scan(struct pmidx_handle *h, const void *start, u32 start_len,
 	       const void *end, u32 end_len, u32 flags,
 	       pmidx_scan_fn fn, void *priv)
 {
-	struct scan_cb cb = { .sink.emit = scan_emit, .fn = fn, .priv = priv };
-	int ret;
-
-	if (!fn || (flags & ~PMIDX_SCAN_AFTER) ||
-	    start_len > PMIDX_KEY_MAX || (start_len && !start) ||
-	    end_len > PMIDX_KEY_MAX || (end_len && !end))
-		return -EINVAL;
-	ret = h->idx->ops->scan(h->idx, start, start_len,
-				flags & PMIDX_SCAN_AFTER, end, end_len,
-				&cb.sink);
-	return ret < 0 ? ret : 0;
+	return pmidx_direct_scan(h->idx, start, start_len, end, end_len, flags,
+				 fn, priv);
 }
 EXPORT_SYMBOL_GPL(pmidx_scan);

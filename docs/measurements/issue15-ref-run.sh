@@ -32,6 +32,10 @@
 # cclbtree_ff, utree with utree) the two run back to back, in
 # alternating order; the table gives medians and the median of the
 # per-pair ratios. THREADS (default 1); TAG names the result folder.
+# OURPATHS (default "inproc"): pmidx-bench's paths, each run beside the
+# reference in every repeat: inproc (libpmidx and the dispatcher) and
+# kapi (the in-kernel API's calls, the engine on the caller's buffers, as
+# the papers' drivers call their trees).
 set -eu
 cd "$(dirname "$0")/../.."
 REF=$1 KEYS=${2:-2000000} REPS=${3:-3}
@@ -40,6 +44,7 @@ OUT=build/measure/issue15-ref${TAG:+-$TAG}
 POOL=${POOL:-/dev/shm/issue15-ref.pool}
 BENCH=${BENCH:-build/bin/pmidx-bench}
 PAIRS=${PAIRS:-"ccl:cclbtree_ff utree:utree"}
+OURPATHS=${OURPATHS:-inproc}
 mkdir -p "$OUT"
 if [ -z "${NORUN:-}" ]; then
 rm -f "$OUT"/*.json "$OUT"/*.log
@@ -54,11 +59,18 @@ run_ref() {	# index, repeat
 }
 
 run_ours() {	# engine, repeat
+	local p
+	for p in $OURPATHS; do
+		run_path "$1" "$2" "$p"
+	done
+}
+
+run_path() {	# engine, repeat, path
 	rm -f "$POOL" "$POOL.crash"
-	timeout 600 "$BENCH" --path "inproc:$POOL" --engine "$1" \
+	timeout 600 "$BENCH" --path "$3:$POOL" --engine "$1" \
 		--keys "$KEYS" --ops $((KEYS / 2)) --threads "$THREADS" \
 		--prefault --sample 1000 --phases load,update,get,scan,delete \
-		--json "$OUT/ours-$1-$2.json" >/dev/null
+		--json "$OUT/ours-$3-$1-$2.json" >/dev/null
 	rm -f "$POOL" "$POOL.crash"
 }
 
@@ -75,9 +87,10 @@ for r in $(seq 1 "$REPS"); do
 done
 fi
 
-python3 - "$OUT" "$PAIRS" "$REPS" "$KEYS" <<'PY'
+python3 - "$OUT" "$PAIRS" "$REPS" "$KEYS" "$OURPATHS" <<'PY'
 import json, re, statistics, sys
 out, pairs, reps, keys = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), int(sys.argv[4])
+paths = sys.argv[5].split()
 phases = ["insert", "update", "get", "scan", "delete"]
 ref_name = {"insert": "insert", "update": "update", "get": "search",
             "scan": "scan", "delete": "delete"}
@@ -96,9 +109,9 @@ def ref(i, r):
             got[ph] = (keys - keys // 2) / int(m.group(1)) * 1e3
     return got
 
-def ours(e, r):
+def ours(path, e, r):
     try:
-        res = json.load(open(f"{out}/ours-{e}-{r}.json"))["results"]
+        res = json.load(open(f"{out}/ours-{path}-{e}-{r}.json"))["results"]
     except FileNotFoundError:
         return {}
     return {ph: x["ops_per_s"] / 1e6 for ph in phases for x in res
@@ -108,12 +121,11 @@ print("Mops/s, median of the repeats: reference → pmidx (median of per-pair pm
 print()
 print("| pair | " + " | ".join(phases) + " |")
 print("| --- |" + " --- |" * len(phases))
-for p in pairs:
-    e, i = p.split(":")
+def row(e, i, path):
     cells = []
     for ph in phases:
         a = [ref(i, r).get(ph) for r in range(1, reps + 1)]
-        b = [ours(e, r).get(ph) for r in range(1, reps + 1)]
+        b = [ours(path, e, r).get(ph) for r in range(1, reps + 1)]
         pr = [y / x for x, y in zip(a, b) if x and y]
         a, b = [x for x in a if x], [y for y in b if y]
         if not a or not b:
@@ -121,5 +133,9 @@ for p in pairs:
             continue
         cells.append(f"{statistics.median(a):.3f} → {statistics.median(b):.3f} "
                      f"({statistics.median(pr):.2f}, {min(pr):.2f}-{max(pr):.2f})")
-    print(f"| {e} vs {i} | " + " | ".join(cells) + " |")
+    return f"| {e} ({path}) vs {i} | " + " | ".join(cells) + " |"
+
+for p in pairs:
+    for path in paths:
+        print(row(*p.split(":"), path))
 PY

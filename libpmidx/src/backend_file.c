@@ -33,6 +33,7 @@
 #define pmidx_engine_name	pmidx_core_engine_name
 #define pmidx_ptr		pmidx_core_ptr
 #include "pool_file.h"
+#include "core/direct.h"
 #include "core/dispatch.h"
 #include <shim/pmem.h>
 #undef pmidx_pool
@@ -164,6 +165,124 @@ int pmidx_embedded_force_pmem_hw(const char *name)
 		return -EINVAL;
 	shim_pmem_force_hw(name ? hw : SHIM_PMEM_HW_AUTO);
 	return 0;
+}
+
+/*
+ * pmidx-bench's kapi path, in this archive only: the in-kernel API's
+ * calls (core/direct.c) on an index of a pool file, held for the run as
+ * pmidx_index_open() holds it in the kernel (drop-index: -EBUSY). The
+ * engines run as a kernel client calls them, and as the papers' drivers
+ * call their trees: no command, no copy, no per-call pin.
+ */
+struct pmidx_embedded_direct {
+	struct pmidx_core_index	*idx;
+};
+
+int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
+			       struct pmidx_embedded_direct **out);
+void pmidx_embedded_direct_close(struct pmidx_embedded_direct *d);
+int pmidx_embedded_direct_get(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len, void *val,
+			      uint32_t *val_len);
+int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len,
+			      const void *val, uint32_t val_len, uint32_t flags);
+int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len);
+int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
+			       const void *start, uint32_t start_len,
+			       uint32_t count, void *buf, size_t cap);
+
+int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
+			       struct pmidx_embedded_direct **out)
+{
+	struct pmidx_pool_file *pf = pool->priv;
+	struct pmidx_embedded_direct *d;
+
+	if (pool->be != &pmidx_backend_file)
+		return -EOPNOTSUPP;
+	if (!index || !*index || strlen(index) > PMIDX_NAME_MAX)
+		return -EINVAL;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->idx = pmidx_index_hold(pf->pool, index);
+	if (IS_ERR(d->idx)) {
+		int ret = PTR_ERR(d->idx);
+
+		free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Before the pool's own close, as a kernel client closes its handles. */
+void pmidx_embedded_direct_close(struct pmidx_embedded_direct *d)
+{
+	if (!d)
+		return;
+	pmidx_index_release(d->idx);
+	free(d);
+}
+
+int pmidx_embedded_direct_get(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len, void *val,
+			      uint32_t *val_len)
+{
+	return pmidx_direct_get(d->idx, key, key_len, val, val_len);
+}
+
+int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len,
+			      const void *val, uint32_t val_len, uint32_t flags)
+{
+	return pmidx_direct_put(d->idx, key, key_len, val, val_len, flags);
+}
+
+int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len)
+{
+	return pmidx_direct_del(d->idx, key, key_len);
+}
+
+/* A scan's records, each copied out as a kernel client would keep it. */
+struct direct_scan {
+	u8	*buf;
+	size_t	cap, used;
+	u32	count, max;
+};
+
+static int direct_record(void *priv, const void *key, u32 klen,
+			 const void *val, u32 vlen)
+{
+	struct direct_scan *s = priv;
+
+	if (s->used + klen + vlen > s->cap)
+		return -ENOSPC;
+	memcpy(s->buf + s->used, key, klen);
+	memcpy(s->buf + s->used + klen, val, vlen);
+	s->used += klen + vlen;
+	return ++s->count == s->max;
+}
+
+/*
+ * Up to @count records from @start on into @buf (keys and values back to
+ * back, @cap bytes). Return: the number of records, or a negative errno
+ * (-ENOSPC when @buf is too small).
+ */
+int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
+			       const void *start, uint32_t start_len,
+			       uint32_t count, void *buf, size_t cap)
+{
+	struct direct_scan s = { .buf = buf, .cap = cap, .max = count };
+	int ret;
+
+	if (!count)
+		return -EINVAL;
+	ret = pmidx_direct_scan(d->idx, start, start_len, NULL, 0, 0,
+				direct_record, &s);
+	return ret < 0 ? ret : (int)s.count;
 }
 
 #endif /* PMIDX_EMBEDDED */

@@ -31,7 +31,11 @@ enum bench_path {
 	PATH_INPROC,	/* libpmidx sync API on a pool file, in-process */
 	PATH_KERNEL,	/* the in-kernel API through /dev/pmidx_dentry */
 	PATH_LMDB,	/* LMDB in a directory: the baseline, no pmidx */
+	PATH_KAPI,	/* the in-kernel API's calls on a pool file, in-process */
 };
+
+/* A pool file in this process: the inproc and kapi paths. */
+#define PATH_ON_FILE(p)	((p) == PATH_INPROC || (p) == PATH_KAPI)
 
 enum bench_dist {
 	DIST_UNIFORM,
@@ -180,7 +184,7 @@ struct bench_run {
 	struct pmidx_pool		*pool;
 	struct pmidx_index		*idx;
 	char				pool_name[64];	/* kernel path */
-	void				*priv;		/* lmdb path: its env */
+	void				*priv;		/* lmdb: its env; kapi: the held index */
 };
 
 /* The buffers of one operation in flight. */
@@ -212,6 +216,7 @@ extern const struct bench_path_ops bench_path_sync;
 extern const struct bench_path_ops bench_path_uring;
 extern const struct bench_path_ops bench_path_kernel;
 extern const struct bench_path_ops bench_path_lmdb;
+extern const struct bench_path_ops bench_path_kapi;
 
 /*
  * Run phase @wl of @run's configuration and fill @res. Return: 0, or a
@@ -237,6 +242,39 @@ static inline void bench_count(struct bench_thread *t, uint64_t errors)
 	atomic_fetch_add_explicit(&t->done, 1, memory_order_relaxed);
 }
 
+typedef int (*bench_op_fn)(struct bench_thread *t, const struct bench_op *op,
+			   struct op_buf *b, uint64_t stamp);
+
+/*
+ * One call of @fn per op, the latency of one op in --sample (the clock
+ * costs); inline, so that each path's @fn is a direct call.
+ */
+static inline void bench_singles(struct bench_thread *t, struct op_buf *b,
+				 bench_op_fn fn)
+{
+	unsigned int sample = t->run->cfg->sample, left = 0;
+	struct bench_op op;
+	uint64_t i, t0;
+	int ret;
+
+	for (i = 0; i < t->ops; i++) {
+		wl_next(&t->gen, t->run->wl, &op);
+		if (left--) {
+			ret = fn(t, &op, b, i);
+			bench_count(t, ret != 0);
+		} else {
+			left = sample - 1;
+			t0 = bench_now_ns();
+			ret = fn(t, &op, b, i);
+			bench_done(t, bench_now_ns() - t0, 1, ret != 0);
+		}
+		if (!bench_err_expected(ret)) {
+			t->err = ret;
+			return;
+		}
+	}
+}
+
 /* ---- output (stats.c) ------------------------------------------------------- */
 
 struct bench_report {
@@ -259,6 +297,24 @@ int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
 int pmidx_embedded_prefault(struct pmidx_pool *pool);
 const char *pmidx_embedded_pmem_hw(void);
 int pmidx_embedded_force_pmem_hw(const char *name);
+
+/* The kapi path's hooks (path_kapi.c): an index held, its direct calls. */
+struct pmidx_embedded_direct;
+int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
+			       struct pmidx_embedded_direct **out);
+void pmidx_embedded_direct_close(struct pmidx_embedded_direct *d);
+int pmidx_embedded_direct_get(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len, void *val,
+			      uint32_t *val_len);
+int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len,
+			      const void *val, uint32_t val_len, uint32_t flags);
+int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
+			      const void *key, uint32_t key_len);
+/* Return: records (at most @count) copied into @buf, or -errno. */
+int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
+			       const void *start, uint32_t start_len,
+			       uint32_t count, void *buf, size_t cap);
 
 const char *bench_path_name(enum bench_path p);
 void bench_print_table(const struct bench_report *r, unsigned int n);

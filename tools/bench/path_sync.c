@@ -133,32 +133,6 @@ static int sync_op(struct bench_thread *t, const struct bench_op *op,
 	}
 }
 
-/* One call per op; the latency of one op in --sample (the clock costs). */
-static void sync_singles(struct bench_thread *t, struct op_buf *b)
-{
-	unsigned int sample = t->run->cfg->sample, left = 0;
-	struct bench_op op;
-	uint64_t i, t0;
-	int ret;
-
-	for (i = 0; i < t->ops; i++) {
-		wl_next(&t->gen, t->run->wl, &op);
-		if (left--) {
-			ret = sync_op(t, &op, b, i);
-			bench_count(t, ret != 0);
-		} else {
-			left = sample - 1;
-			t0 = bench_now_ns();
-			ret = sync_op(t, &op, b, i);
-			bench_done(t, bench_now_ns() - t0, 1, ret != 0);
-		}
-		if (!bench_err_expected(ret)) {
-			t->err = ret;
-			return;
-		}
-	}
-}
-
 /* ---- pmidx_batch() of --batch operations ------------------------------------ */
 
 struct sync_batch {
@@ -235,7 +209,7 @@ static void sync_thread(struct bench_thread *t)
 	t->err = op_buf_alloc(&b, t->run->cfg);
 	if (t->err)
 		return;
-	sync_singles(t, &b);
+	bench_singles(t, &b, sync_op);
 	op_buf_free(&b);
 }
 

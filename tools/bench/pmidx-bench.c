@@ -46,6 +46,10 @@ static void usage(FILE *f)
 "                    uring[:DEV]   libpmidx rings over io_uring passthrough\n"
 "                    inproc:FILE   a pool file in this process (formatted\n"
 "                                  with pmidx-poolfile, " POOLFILE_SIZE ")\n"
+"                    kapi:FILE     the in-kernel API's calls on a pool file\n"
+"                                  in this process (as inproc): the index\n"
+"                                  held for the run, one engine call per\n"
+"                                  op on this thread's buffers\n"
 "                    kernel[:DEV]  the in-kernel API through the sample\n"
 "                                  client /dev/pmidx_dentry (insmod\n"
 "                                  samples/pmidx_dentry/pmidx_dentry.ko):\n"
@@ -95,12 +99,12 @@ static void usage(FILE *f)
 "                    load + --workload: LIST is comma-separated workload\n"
 "                    names (get = C), e.g. load,update,get,scan,delete;\n"
 "                    each is reported (at most %d)\n"
-"  --prefault        inproc: make every page of the pool file's mapping\n"
-"                    present and writable before the first phase, so no\n"
-"                    timed operation takes a page fault (commits the\n"
+"  --prefault        inproc, kapi: make every page of the pool file's\n"
+"                    mapping present and writable before the first phase,\n"
+"                    so no timed operation takes a page fault (commits the\n"
 "                    whole pool's memory on tmpfs)\n"
 "  --volatile-baseline\n"
-"                    inproc: run each configuration a second time with\n"
+"                    inproc, kapi: run each configuration again with\n"
 "                    the pmem backend in volatile mode (no write-back, no\n"
 "                    fence: PMIDX_PMEM_HW=volatile) on a fresh pool, and\n"
 "                    print persistent/volatile ops/s per phase\n"
@@ -117,8 +121,8 @@ static void usage(FILE *f)
 "\n"
 "Latency: per operation around the call (sync paths) or from queueing to\n"
 "completion (uring; the ops of one BATCH share its latency). A progress\n"
-"line is drawn on stderr when it is a terminal. The inproc path also\n"
-"prints the cache lines written back (clwb) and the fences (sfence) per\n"
+"line is drawn on stderr when it is a terminal. The inproc and kapi paths\n"
+"also print the cache lines written back (clwb) and the fences (sfence) per\n"
 "operation of each phase, from the pool's counters (counted in every\n"
 "pmem mode, background work such as ccl's GC included).\n"
 "\n"
@@ -165,7 +169,7 @@ static int parse_path(struct bench_cfg *c, const char *s)
 	} paths[] = {
 		{ "ioctl", PATH_IOCTL }, { "uring", PATH_URING },
 		{ "inproc", PATH_INPROC }, { "kernel", PATH_KERNEL },
-		{ "lmdb", PATH_LMDB },
+		{ "lmdb", PATH_LMDB }, { "kapi", PATH_KAPI },
 	};
 	const char *colon = strchr(s, ':');
 	size_t len = colon ? (size_t)(colon - s) : strlen(s);
@@ -176,7 +180,7 @@ static int parse_path(struct bench_cfg *c, const char *s)
 			continue;
 		c->path = paths[i].path;
 		c->target = colon ? colon + 1 : DEFAULT_DEV;
-		if ((c->path == PATH_INPROC || c->path == PATH_LMDB) &&
+		if ((PATH_ON_FILE(c->path) || c->path == PATH_LMDB) &&
 		    (!colon || !colon[1]))
 			return -EINVAL;
 		return 0;
@@ -402,7 +406,7 @@ static int setup_index(const struct bench_cfg *c)
 	const char *base = strrchr(c->target, '/');
 	const char *pool = base ? base + 1 : c->target;
 
-	if (c->path == PATH_INPROC) {
+	if (PATH_ON_FILE(c->path)) {
 		const char *fmt[] = { "format", c->target, POOLFILE_SIZE, "--force", NULL };
 		const char *mk[] = { "create-index", c->target, c->index,
 				     "--engine", c->engine, NULL };
@@ -431,6 +435,8 @@ static const struct bench_path_ops *path_ops(enum bench_path p)
 		return &bench_path_kernel;
 	case PATH_LMDB:
 		return &bench_path_lmdb;
+	case PATH_KAPI:
+		return &bench_path_kapi;
 	default:
 		return &bench_path_sync;
 	}
@@ -484,7 +490,7 @@ static int run_phase(struct bench_run *run, struct bench_report *rep,
 	bool pm;
 	int ret;
 
-	pm = run->cfg->path == PATH_INPROC && run->pool &&
+	pm = PATH_ON_FILE(run->cfg->path) && run->pool &&
 	     !pmidx_embedded_pmem_counters(run->pool, &f0, &s0);
 	ret = bench_phase(run, wl, res);
 	if (!ret && pm && res->ops &&
@@ -537,7 +543,7 @@ static int run_config(struct bench_report *rep)
 				pmidx_strerror(ret));
 		return ret;
 	}
-	if (c->path == PATH_INPROC)
+	if (PATH_ON_FILE(c->path))
 		rep->pmem_hw = pmidx_embedded_pmem_hw();
 	if (c->prefault) {
 		ret = pmidx_embedded_prefault(run.pool);
@@ -547,10 +553,10 @@ static int run_config(struct bench_report *rep)
 	}
 	if (!ret)
 		ret = run_phases(&run, rep);
-	if (!ret && c->path == PATH_INPROC && !c->twin)
+	if (!ret && PATH_ON_FILE(c->path) && !c->twin)
 		inproc_copy(c, crash, sizeof(crash));
 	run.ops->close(&run);
-	if (!ret && c->path == PATH_INPROC && !c->twin)
+	if (!ret && PATH_ON_FILE(c->path) && !c->twin)
 		inproc_times(rep, crash);
 	return ret;
 }
@@ -565,8 +571,8 @@ static int check_cfg(const struct bench_cfg *c, bool volatile_baseline)
 {
 	unsigned int i;
 
-	if ((c->prefault || volatile_baseline) && c->path != PATH_INPROC) {
-		fprintf(stderr, "pmidx-bench: --prefault and --volatile-baseline need the inproc path\n");
+	if ((c->prefault || volatile_baseline) && !PATH_ON_FILE(c->path)) {
+		fprintf(stderr, "pmidx-bench: --prefault and --volatile-baseline need a pool file (inproc, kapi)\n");
 		return -EINVAL;
 	}
 	if (volatile_baseline && !c->create) {

@@ -83,7 +83,7 @@ const char *bench_path_name(enum bench_path p)
 	static const char *const names[] = {
 		[PATH_IOCTL] = "ioctl", [PATH_URING] = "uring",
 		[PATH_INPROC] = "inproc", [PATH_KERNEL] = "kernel",
-		[PATH_LMDB] = "lmdb",
+		[PATH_LMDB] = "lmdb", [PATH_KAPI] = "kapi",
 	};
 
 	return names[p];
@@ -232,7 +232,7 @@ void bench_print_table(const struct bench_report *r, unsigned int n)
 			print_row(w, label, &r[i].res[j],
 				  ratio_of(r, n, &r[i].res[j]), compare);
 		print_pm(w, &r[i]);
-		if (r[i].cfg.path == PATH_INPROC && r[i].restart_ms >= 0)
+		if (PATH_ON_FILE(r[i].cfg.path) && r[i].restart_ms >= 0)
 			printf("%-*s restart after clean close %.1f ms, recovery of a crash image %.1f ms\n",
 			       w, "", r[i].restart_ms, r[i].recovery_ms);
 	}
