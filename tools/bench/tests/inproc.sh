@@ -97,13 +97,15 @@ ok $r "kapi: six phases on each of the five engines, none failed, the pool check
 PMIDX_PMEM_HW=none $B --path "kapi:$OUT/pool" --keys $KEYS --engine utree --workload load \
 	--value-size 24 >"$OUT/kapi-rw.out" 2>&1 &&
 	PMIDX_PMEM_HW=none $B --path "inproc:$OUT/pool" --keys $KEYS --no-create --no-load \
-		--workload C --ops $KEYS --dist sequential --json "$OUT/kapi-rw1.json" \
+		--workload C --ops $KEYS --value-size 24 --dist sequential \
+		--json "$OUT/kapi-rw1.json" \
 		>>"$OUT/kapi-rw.out" 2>&1 &&
 	all_done "$OUT/kapi-rw1.json" "[j]" &&
 	PMIDX_PMEM_HW=none $B --path "kapi:$OUT/pool" --keys $KEYS --no-create --no-load \
 		--workload delete >>"$OUT/kapi-rw.out" 2>&1 &&
 	PMIDX_PMEM_HW=none $B --path "inproc:$OUT/pool" --keys $KEYS --no-create --no-load \
-		--workload C --ops $KEYS --dist sequential --json "$OUT/kapi-rw2.json" \
+		--workload C --ops $KEYS --value-size 24 --dist sequential \
+		--json "$OUT/kapi-rw2.json" \
 		>>"$OUT/kapi-rw.out" 2>&1 &&
 	json "$OUT/kapi-rw2.json" "j['results'][0]['errors'] == $KEYS"
 ok $? "kapi puts read back through libpmidx, kapi deletes gone there"
