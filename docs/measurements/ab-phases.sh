@@ -9,10 +9,12 @@
 #   docs/measurements/ab-phases.sh REPS ENGINE PHASES A B [KEYS]
 #   docs/measurements/ab-phases.sh 3 b3 load,update,get,delete /tmp/old build/bin/pmidx-bench 1000000
 #
-# KEYS/2 operations per phase after the load; HW=clwb (default) or none.
+# KEYS/2 operations per phase after the load; HW=clwb (default) or none;
+# BPATH=inproc (default) or kapi, the path both binaries run.
 set -eu
 REPS=$1 E=$2 PH=$3 A=$4 B=$5 KEYS=${6:-2000000}
 export PMIDX_PMEM_HW=${HW:-clwb}
+BPATH=${BPATH:-inproc}
 export PMIDX_POOLFILE=${PMIDX_POOLFILE:-$(dirname "$0")/../../build/user/pmidx-poolfile}
 T=$(mktemp)
 trap 'rm -f "$T" /dev/shm/ab.pool*' EXIT
@@ -22,9 +24,9 @@ for i in $(seq "$REPS"); do
 	for w in $order; do
 		bin=$([ "$w" = A ] && echo "$A" || echo "$B")
 		rm -f /dev/shm/ab.pool*
-		"$bin" --path inproc:/dev/shm/ab.pool --engine "$E" --keys "$KEYS" \
+		"$bin" --path "$BPATH:/dev/shm/ab.pool" --engine "$E" --keys "$KEYS" \
 			--ops $((KEYS / 2)) --prefault --sample 1000 --phases "$PH" 2>&1 |
-			awk -v w="$w" -v i="$i" '$1 == "inproc" { print i, w, $3, $6 }' >> "$T"
+			awk -v w="$w" -v i="$i" -v p="$BPATH" '$1 == p { print i, w, $3, $6 }' >> "$T"
 	done
 done
 python3 - "$T" <<'PY'

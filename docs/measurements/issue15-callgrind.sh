@@ -28,10 +28,14 @@
 # 48 KiB L1d and a 2 MiB L2 (--LL), since its 300 MiB L3 is shared with
 # other tenants. callgrind ignores prefetches: a miss counted here may
 # be one a prefetch hides.
+#
+# OURPATH=kapi counts pmidx-bench's kapi path instead (everything under
+# kapi_op(): the in-kernel API's calls and the engine).
 set -eu
 cd "$(dirname "$0")/../.."
 KEYS=${1:-2000000} ENGINES=${2:-"ccl utree"}
 BENCH=${BENCH:-build/bin/pmidx-bench}
+OURPATH=${OURPATH:-inproc}
 OUT=build/measure/issue15-callgrind${TAG:+-$TAG}
 CG="valgrind --tool=callgrind --cache-sim=yes --LL=2097152,16,64"
 mkdir -p "$OUT"
@@ -45,7 +49,7 @@ for e in $ENGINES; do
 	pool=/dev/shm/issue15-cg-$e.pool
 	rm -f "$pool" "$pool.crash"
 	$CG --dump-before=bench_phase --callgrind-out-file="$OUT/ours-$e.out" \
-		"$BENCH" --path "inproc:$pool" --engine "$e" --keys "$KEYS" \
+		"$BENCH" --path "$OURPATH:$pool" --engine "$e" --keys "$KEYS" \
 		--ops $((KEYS / 2)) --prefault --sample 1000 \
 		--phases load,update,get,delete >"$OUT/ours-$e.log" 2>&1 &
 done
@@ -63,9 +67,10 @@ if [ -n "${REF:-}" ]; then
 fi
 wait
 
-python3 - "$OUT" "$KEYS" "$ENGINES" <<'PY'
+python3 - "$OUT" "$KEYS" "$ENGINES" "$OURPATH" <<'PY'
 import os, re, subprocess, sys
 out, keys, engines = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+opfn = ":kapi_op" if sys.argv[4] == "kapi" else ":sync_op"
 EV = ["Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"]
 
 def functions(path):
@@ -92,7 +97,7 @@ def ours(e):
         if not os.path.exists(path):
             continue
         for name, c in functions(path):
-            if ":sync_op" in name:
+            if opfn in name:
                 got[ph] = {k: v / ops[ph] for k, v in c.items()}
                 break
     return got

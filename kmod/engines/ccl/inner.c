@@ -231,9 +231,10 @@ restart:
 		c = ccl_load_link(&n->child[i]);
 		level = READ_ONCE(n->level);
 		/* a torn @c or hint is only prefetched: harmless */
-		if (c)
-			pmidx_prefetch_node(c, level ? IN_SEARCHED :
-					    ccl_bnode_size(t));
+		if (c && level)
+			pmidx_prefetch_node(c, IN_SEARCHED);
+		else if (c)
+			pmidx_prefetch_node(c, ccl_bnode_size(t));
 		if (c && !level && READ_ONCE(n->lhint[i]))
 			pmidx_prefetch_node(ccl_ptr(t, (u64)READ_ONCE(n->lhint[i]) << 8),
 					    sizeof(struct ccl_leaf));
