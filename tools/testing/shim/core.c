@@ -165,7 +165,9 @@ void shim_cond_resched(const char *file, int line)
 unsigned int nr_cpu_ids = 16;
 __thread int shim_this_cpu = -1;
 __thread bool shim_cpu_excl;
-static __thread int preempt_depth;
+__thread int shim_preempt_depth;
+__thread struct shim_cpu *shim_cpu_fast;
+__thread bool shim_section_slow;
 
 /*
  * @bound counts the live threads bound to the CPU. A thread that joins a
@@ -185,13 +187,15 @@ static __thread int preempt_depth;
  * fence. A thread that leaves lowers @bound after its last access
  * (release; read with acquire). ThreadSanitizer does not model fences:
  * its build always takes the lock.
+ *
+ * The unlocked section with the light fence is inline in <linux/preempt.h>
+ * (shim_cpu_fast: set at bind where it applies); what it cannot do starts
+ * here (shim_section_begin_slow()) and ends here too (shim_section_slow).
+ *
+ * @lock is held by a shared CPU's sections; @bound changes under
+ * cpus_lock and is read atomically.
  */
-static struct {
-	pthread_mutex_t	lock;		/* held by a shared CPU's sections */
-	unsigned int	bound;		/* cpus_lock; atomic reads */
-	bool		alone;		/* a section runs without the lock */
-	bool		busy;		/* a section holds it (a hint) */
-} cpus[SHIM_NR_CPUS_MAX];
+static struct shim_cpu cpus[SHIM_NR_CPUS_MAX];
 static __thread bool section_locked;
 static pthread_mutex_t cpus_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t cpu_key;
@@ -269,6 +273,9 @@ static void cpu_bind_locked(int cpu)
 		__atomic_fetch_add(&cpus[cpu].bound, 1, __ATOMIC_RELAXED);
 	}
 	shim_this_cpu = cpu;
+#ifndef SHIM_TSAN
+	shim_cpu_fast = cpus_membarrier ? &cpus[cpu] : NULL;
+#endif
 	pthread_setspecific(cpu_key, (void *)(uintptr_t)(cpu + 1));
 }
 
@@ -308,9 +315,10 @@ int shim_cpu_bind(void)
 /* The calling thread gives its CPU up; its next use binds it again. */
 void shim_cpu_unbind(void)
 {
-	BUG_ON(preempt_depth);
+	BUG_ON(shim_preempt_depth);
 	if (shim_this_cpu < 0)
 		return;
+	shim_cpu_fast = NULL;
 	pthread_setspecific(cpu_key, NULL);
 	cpu_unbind((void *)(uintptr_t)(shim_this_cpu + 1));
 	shim_this_cpu = -1;
@@ -319,49 +327,48 @@ void shim_cpu_unbind(void)
 void shim_set_cpu(int cpu)
 {
 	BUG_ON(cpu < 0 || (unsigned int)cpu >= nr_cpu_ids);
-	BUG_ON(preempt_depth);
+	BUG_ON(shim_preempt_depth);
 	cpu_bind(cpu);
 }
 
-void shim_preempt_disable(void)
+/*
+ * The start of a section that the inline one (<linux/preempt.h>) could
+ * not run: a thread not bound yet, a CPU shared with another thread, no
+ * membarrier, or a ThreadSanitizer build. Context: the section's depth
+ * already counts it.
+ */
+void shim_section_begin_slow(void)
 {
 	int cpu = raw_smp_processor_id();
 
-	if (preempt_depth++ == 0) {
-		section_locked = true;
+	shim_section_slow = true;
+	section_locked = true;
 #ifndef SHIM_TSAN
-		/* alone on the CPU: no lock (struct cpus above) */
-		__atomic_store_n(&cpus[cpu].alone, true, __ATOMIC_RELAXED);
-		cpus_fence_light();
-		if (__atomic_load_n(&cpus[cpu].bound, __ATOMIC_ACQUIRE) == 1)
-			section_locked = false;
-		else
-			__atomic_store_n(&cpus[cpu].alone, false, __ATOMIC_RELEASE);
+	/* alone on the CPU: no lock (struct cpus above) */
+	__atomic_store_n(&cpus[cpu].alone, true, __ATOMIC_RELAXED);
+	cpus_fence_light();
+	if (__atomic_load_n(&cpus[cpu].bound, __ATOMIC_ACQUIRE) == 1)
+		section_locked = false;
+	else
+		__atomic_store_n(&cpus[cpu].alone, false, __ATOMIC_RELEASE);
 #endif
-		if (section_locked)
-			pthread_mutex_lock(&cpus[cpu].lock);
-		__atomic_store_n(&cpus[cpu].busy, true, __ATOMIC_RELAXED);
-		shim_cpu_excl = __atomic_load_n(&cpus[cpu].bound,
-						__ATOMIC_ACQUIRE) == 1;
-	}
-	shim_atomic_depth++;
-	barrier();
+	if (section_locked)
+		pthread_mutex_lock(&cpus[cpu].lock);
+	__atomic_store_n(&cpus[cpu].busy, true, __ATOMIC_RELAXED);
+	shim_cpu_excl = __atomic_load_n(&cpus[cpu].bound, __ATOMIC_ACQUIRE) == 1;
 }
 
-void shim_preempt_enable(void)
+/* The end of a section begun by shim_section_begin_slow(). */
+void shim_section_end_slow(void)
 {
-	barrier();
-	shim_atomic_depth--;
-	BUG_ON(preempt_depth <= 0);
-	if (--preempt_depth == 0) {
-		shim_cpu_excl = false;
-		__atomic_store_n(&cpus[shim_this_cpu].busy, false, __ATOMIC_RELAXED);
-		if (section_locked)
-			pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
-		else
-			__atomic_store_n(&cpus[shim_this_cpu].alone, false,
-					 __ATOMIC_RELEASE);
-	}
+	shim_section_slow = false;
+	shim_cpu_excl = false;
+	__atomic_store_n(&cpus[shim_this_cpu].busy, false, __ATOMIC_RELAXED);
+	if (section_locked)
+		pthread_mutex_unlock(&cpus[shim_this_cpu].lock);
+	else
+		__atomic_store_n(&cpus[shim_this_cpu].alone, false,
+				 __ATOMIC_RELEASE);
 }
 
 /* ---- randomness ---------------------------------------------------------- */
