@@ -44,6 +44,7 @@
 #undef pmidx_ptr
 
 #include "internal.h"
+#include <pmidx-embedded.h>
 
 static bool file_probe(const char *path, const struct stat *st)
 {
@@ -99,16 +100,10 @@ const struct pmidx_backend pmidx_backend_file = {
 };
 
 /*
- * For pmidx-bench, in this archive only (not libpmidx's API, not in
- * libpmidx.so): the pool's flush and fence counters, its mapping
- * prefaulted, and the pmem backend's mode (tools/include/shim/pmem.h).
+ * For pmidx-bench, in this archive only (<pmidx-embedded.h>): the pool's
+ * flush and fence counters, its mapping prefaulted, and the pmem
+ * backend's mode (tools/include/shim/pmem.h).
  */
-int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
-				 uint64_t *fences);
-int pmidx_embedded_prefault(struct pmidx_pool *pool);
-const char *pmidx_embedded_pmem_hw(void);
-int pmidx_embedded_force_pmem_hw(const char *name);
-
 int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
 				 uint64_t *fences)
 {
@@ -177,21 +172,6 @@ int pmidx_embedded_force_pmem_hw(const char *name)
 struct pmidx_embedded_direct {
 	struct pmidx_core_index	*idx;
 };
-
-int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
-			       struct pmidx_embedded_direct **out);
-void pmidx_embedded_direct_close(struct pmidx_embedded_direct *d);
-int pmidx_embedded_direct_get(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len, void *val,
-			      uint32_t *val_len);
-int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len,
-			      const void *val, uint32_t val_len, uint32_t flags);
-int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len);
-int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
-			       const void *start, uint32_t start_len,
-			       uint32_t count, void *buf, size_t cap);
 
 int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
 			       struct pmidx_embedded_direct **out)

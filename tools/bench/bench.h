@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <pmidx.h>
+#include <pmidx-embedded.h>
 
 #include "zipf.h"
 
@@ -287,34 +288,6 @@ struct bench_report {
 	struct bench_result	vres[BENCH_MAX_PHASES];
 	unsigned int		nvres;
 };
-
-/*
- * The embedded libpmidx's hooks for the inproc path (libpmidx/src/
- * backend_file.c): 0 or -EOPNOTSUPP for a pool that is not a pool file.
- */
-int pmidx_embedded_pmem_counters(struct pmidx_pool *pool, uint64_t *flushes,
-				 uint64_t *fences);
-int pmidx_embedded_prefault(struct pmidx_pool *pool);
-const char *pmidx_embedded_pmem_hw(void);
-int pmidx_embedded_force_pmem_hw(const char *name);
-
-/* The kapi path's hooks (path_kapi.c): an index held, its direct calls. */
-struct pmidx_embedded_direct;
-int pmidx_embedded_direct_open(struct pmidx_pool *pool, const char *index,
-			       struct pmidx_embedded_direct **out);
-void pmidx_embedded_direct_close(struct pmidx_embedded_direct *d);
-int pmidx_embedded_direct_get(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len, void *val,
-			      uint32_t *val_len);
-int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len,
-			      const void *val, uint32_t val_len, uint32_t flags);
-int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
-			      const void *key, uint32_t key_len);
-/* Return: records (at most @count) copied into @buf, or -errno. */
-int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
-			       const void *start, uint32_t start_len,
-			       uint32_t count, void *buf, size_t cap);
 
 const char *bench_path_name(enum bench_path p);
 void bench_print_table(const struct bench_report *r, unsigned int n);
