@@ -47,7 +47,7 @@ $(EMB_OBJDIR)/%.o: $(LIBPMIDX_DIR)/src/%.c $(LIBPMIDX_HDR)
 
 # the backend sees both worlds: the shim's headers and libpmidx's
 $(EMB_FILE_OBJ): $(LIBPMIDX_DIR)/src/backend_file.c $(LIBPMIDX_HDR) tools/testing/pool_file.h \
-		kmod/core/dispatch.h kmod/core/pool.h
+		kmod/core/direct.h kmod/core/dispatch.h kmod/core/pool.h
 	@mkdir -p $(@D)
 	$(USER_CC_plain) $(EMB_SHIM_FLAGS) -DPMIDX_EMBEDDED -c $< -o $@
 
@@ -86,7 +86,7 @@ $(EMB_PIC_OBJDIR)/%.o: $(LIBPMIDX_DIR)/src/%.c $(LIBPMIDX_HDR)
 	$(CC) $(CPPFLAGS) $(LIBPMIDX_CPPFLAGS) -DPMIDX_EMBEDDED $(CFLAGS) -fPIC -c $< -o $@
 
 $(EMB_PIC_FILE_OBJ): $(LIBPMIDX_DIR)/src/backend_file.c $(LIBPMIDX_HDR) tools/testing/pool_file.h \
-		kmod/core/dispatch.h kmod/core/pool.h
+		kmod/core/direct.h kmod/core/dispatch.h kmod/core/pool.h
 	@mkdir -p $(@D)
 	$(USER_CC_pic) $(USER_CPPFLAGS) -I $(LIBPMIDX_DIR)/include -I $(LIBPMIDX_DIR)/src \
 		$(USER_BASE) $(USER_FL_pic) -DPMIDX_EMBEDDED -c $< -o $@

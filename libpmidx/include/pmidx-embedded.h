@@ -39,7 +39,8 @@ int pmidx_embedded_direct_put(struct pmidx_embedded_direct *d,
 			      const void *val, uint32_t val_len, uint32_t flags);
 int pmidx_embedded_direct_del(struct pmidx_embedded_direct *d,
 			      const void *key, uint32_t key_len);
-/* Return: records (at most @count) copied into @buf, or -errno. */
+/* Return: records copied into @buf (at most @count, fewer when @buf
+ * fills), or -errno (-ENOSPC: not even one fits). */
 int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
 			       const void *start, uint32_t start_len,
 			       uint32_t count, void *buf, size_t cap);

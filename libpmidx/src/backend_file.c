@@ -238,8 +238,9 @@ static int direct_record(void *priv, const void *key, u32 klen,
 {
 	struct direct_scan *s = priv;
 
+	/* what fits, as the dispatcher's scan returns it; -ENOSPC if none */
 	if (s->used + klen + vlen > s->cap)
-		return -ENOSPC;
+		return s->count ? 1 : -ENOSPC;
 	memcpy(s->buf + s->used, key, klen);
 	memcpy(s->buf + s->used + klen, val, vlen);
 	s->used += klen + vlen;
@@ -248,8 +249,8 @@ static int direct_record(void *priv, const void *key, u32 klen,
 
 /*
  * Up to @count records from @start on into @buf (keys and values back to
- * back, @cap bytes). Return: the number of records, or a negative errno
- * (-ENOSPC when @buf is too small).
+ * back, @cap bytes), fewer when @buf fills. Return: the number of
+ * records, or a negative errno (-ENOSPC when not even one fits).
  */
 int pmidx_embedded_direct_scan(struct pmidx_embedded_direct *d,
 			       const void *start, uint32_t start_len,

@@ -22,7 +22,7 @@ make --no-print-directory -s "$B" build/user/pmidx-poolfile >"$OUT/make.out" 2>&
 KEYS=3000
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 
 # every result of every run: all its ops done, none failed
 all_done() {
@@ -92,6 +92,13 @@ for e in ccl utree b3 lodge pfart; do
 		{ echo "# kapi, engine $e: see $OUT/kapi-$e.out"; r=1; }
 done
 ok $r "kapi: six phases on each of the five engines, none failed, the pool checks clean"
+
+# scans of 100 records of 16 KiB: more than the 1 MiB out buffer holds
+PMIDX_PMEM_HW=none $B --path "kapi:$OUT/pool" --keys 400 --ops 50 --engine ccl \
+	--value-size 16384 --phases load,scan --json "$OUT/kapi-big.json" \
+	>"$OUT/kapi-big.out" 2>&1 &&
+	all_done "$OUT/kapi-big.json" "[j]"
+ok $? "kapi: scans return what fits in the buffer (16 KiB values)"
 
 # what the kapi path wrote is the index's: libpmidx's path reads it back
 PMIDX_PMEM_HW=none $B --path "kapi:$OUT/pool" --keys $KEYS --engine utree --workload load \
