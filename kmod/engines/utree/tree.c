@@ -31,9 +31,6 @@
 #include "utree.h"
 
 #define UT_BLOCK	sizeof(struct ut_inner)
-/* what a search reads of either kind of node: header and prefixes */
-#define UT_SEARCHED	max(offsetof(struct ut_leaf, ent), \
-			    offsetof(struct ut_inner, key))
 
 /* ---- version locks --------------------------------------------------- */
 
@@ -251,6 +248,24 @@ static unsigned int inner_pos(struct ut_inner *in, unsigned int n,
 
 /* ---- lookups --------------------------------------------------------- */
 
+/*
+ * Prefetch what a descent reads of @c, a child of @in: a leaf whole (the
+ * prefixes searched, then the entry found and its neighbour), an inner
+ * node's prefixes and children (its keys only break ties of prefixes).
+ * A stale @c or flag (validated later) is only prefetched: harmless.
+ */
+static void prefetch_child(const struct ut_inner *in, const struct ut_tnode *c)
+{
+	const struct ut_inner *ci = container_of(c, struct ut_inner, h);
+
+	if (READ_ONCE(in->h.over_leaves)) {
+		pmidx_prefetch_node(c, sizeof(struct ut_leaf));
+		return;
+	}
+	pmidx_prefetch_node(ci, offsetof(struct ut_inner, key));
+	pmidx_prefetch_node(ci->child, sizeof(ci->child));
+}
+
 /* Optimistic descent to the leaf covering @k; *@lv := its version. */
 static struct ut_leaf *descend(struct utree *t, const struct ut_skey *k,
 			       u64 *lv)
@@ -275,8 +290,7 @@ restart:
 			cpu_relax();
 			goto restart;
 		}
-		/* a stale @c (checked below) is only prefetched: harmless */
-		pmidx_prefetch_node(c, UT_SEARCHED);
+		prefetch_child(in, c);
 		cv = ver_read(&c->version);
 		if (!ver_check(&n->version, v))
 			goto restart;
@@ -480,6 +494,7 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		sep = in->key[m];
 		seppfx = in->pfx[m];
 		r->h.count = cnt - m - 1;
+		r->h.over_leaves = in->h.over_leaves;
 		memcpy(r->pfx, in->pfx + m + 1, (cnt - m - 1) * sizeof(u64));
 		memcpy(r->key, in->key + m + 1, (cnt - m - 1) * sizeof(r->key[0]));
 		memcpy(r->child, in->child + m + 1, (cnt - m) * sizeof(r->child[0]));
@@ -503,6 +518,7 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		WRITE_ONCE(parent->h.count, pc + 1);
 	} else {
 		root->h.count = 1;
+		root->h.over_leaves = n->leaf;
 		root->pfx[0] = seppfx;
 		root->key[0] = sep;
 		root->child[0] = n;
@@ -585,8 +601,7 @@ restart:
 			cpu_relax();
 			goto restart;
 		}
-		/* a stale @c (checked below) is only prefetched: harmless */
-		pmidx_prefetch_node(c, UT_SEARCHED);
+		prefetch_child(in, c);
 		cv = ver_read(&c->version);
 		if (!ver_check(&n->version, v))
 			goto restart;
@@ -854,6 +869,7 @@ int ut_tree_build(struct utree *t, struct ut_builder *b)
 				goto unwind;
 			inners[ni++] = in;
 			in->h.count = take - 1;
+			in->h.over_leaves = n == nl;
 			for (j = 0; j < take; j++) {
 				in->child[j] = items[i + j].node;
 				if (!j)
@@ -1060,6 +1076,10 @@ static int verify_inner(struct verify *c, struct ut_inner *in, int depth,
 		}
 		if (!in->child[i]) {
 			c->why = "tree inner node lacks a child";
+			return -EUCLEAN;
+		}
+		if (in->h.over_leaves != in->child[i]->leaf) {
+			c->why = "tree inner node's over_leaves wrong";
 			return -EUCLEAN;
 		}
 		ret = verify_node(c, in->child[i], depth + 1, l ? l : lo,

@@ -97,6 +97,7 @@ struct ut_tnode {
 	u64	version;
 	u16	count;
 	u8	leaf;
+	u8	over_leaves;	/* an inner node whose children are leaves */
 };
 
 /*
