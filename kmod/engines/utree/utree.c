@@ -40,6 +40,7 @@
  */
 #include <linux/errno.h>
 #include <linux/log2.h>
+#include <linux/prefetch.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -536,6 +537,20 @@ static int scan_key(const struct utree *t, const struct ut_lnode *n, u8 *buf,
 	return bl == *klen ? 0 : -EUCLEAN;
 }
 
+/*
+ * List nodes lie anywhere in the pool, a miss each, but the leaf copy
+ * names them all: keep the next UT_SCAN_AHEAD on their way. *@pf: the
+ * first entry not prefetched yet (0 after a new copy).
+ */
+static void scan_prefetch(const struct utree *t, const struct ut_iter *it,
+			  int *pf)
+{
+	int end = min(it->i + UT_SCAN_AHEAD, it->n);
+
+	for (*pf = max(*pf, it->i); *pf < end; (*pf)++)
+		prefetch(ut_node(t, ut_ent_node(it->ent[*pf])));
+}
+
 static int scan_grow(struct ut_scan_state *st, u32 len)
 {
 	u32 cap = roundup_pow_of_two(len);
@@ -562,7 +577,7 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	struct ut_val v;
 	u32 klen, vlen;
 	u64 w;
-	int ret = 0;
+	int ret = 0, pf = 0;
 
 	this_cpu_inc(t->pcpu->ops_scan);
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
@@ -576,6 +591,7 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 	ut_iter_seek(t, it, &k, after);
 	for (;;) {
 		for (; it->i < it->n; it->i++) {
+			scan_prefetch(t, it, &pf);
 			n = ut_node(t, ut_ent_node(it->ent[it->i]));
 			/*
 			 * Key and value are copied machine-check safe: a
@@ -620,6 +636,7 @@ static int ut_scan(struct pmidx_index *idx, const u8 *start, u32 start_len,
 reseek:
 			ut_skey_init(&k, st->key, klen);
 			ut_iter_seek(t, it, &k, false);
+			pf = 0;
 			it->i--;	/* the loop steps to it->i = 0 */
 		}
 		/* leaves stay allocated: let the CPU go between them */
@@ -628,6 +645,7 @@ reseek:
 		pmidx_epoch_enter(&t->pool->epoch);
 		if (!ut_iter_next_leaf(t, it))
 			break;
+		pf = 0;
 	}
 out:
 	pmidx_epoch_exit(&t->pool->epoch);

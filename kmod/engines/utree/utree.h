@@ -44,6 +44,7 @@
 
 #define UT_LEAF_CAP		64	/* entries per tree leaf (paper: 64) */
 #define UT_INNER_CAP		64	/* separators per inner node */
+#define UT_SCAN_AHEAD		16	/* list nodes a scan prefetches ahead */
 #define UT_LEAF_FILL		48	/* bulk loads leave room for inserts */
 #define UT_INNER_FILL		48
 #define UT_TRACKER_INTERVAL	4096	/* inserts per CPU between trackers */
