@@ -12,6 +12,8 @@
  *    allocates nothing (bulk allocation);
  *  - generations: a lock word left locked by a crash is unlocked at the
  *    next attach without a store;
+ *  - format versions; superseded records: an update's invalidation that
+ *    never reached the media, then the key left, deleted or put again;
  *  - threads: writers, readers, a scanner and CHECK with small leaf arrays;
  *  - damaged images: refused or caught by CHECK, never a hang;
  *  - the crash simulator over every point of workloads long enough that
@@ -446,20 +448,26 @@ static void pfart_dense(void)
 }
 
 /*
- * Format versions: an index of version 1 (no array above leaf_max) opens
- * and is raised to 2, so that a module of version 1 stops at the version
- * once it may hold such arrays. A version 1 image holding one is damaged;
- * an unknown version is refused.
+ * Format versions: an index of version 1 (no array above leaf_max) or 2
+ * (every update's invalidation durable) opens and is raised to 3, so that
+ * an older module stops at the version once the index may hold what it
+ * cannot read. A version 1 image holding an array above leaf_max is
+ * damaged; an unknown version is refused.
  */
 static void pfart_format_version(void)
 {
+	static const u32 vers[] = {
+		PFART_FORMAT_V1, PFART_FORMAT_V1, PFART_FORMAT_VERSION + 1,
+		PFART_FORMAT_V2,
+	};
 	unsigned int round;
 
-	for (round = 0; round < 3; round++) {
+	for (round = 0; round < ARRAY_SIZE(vers); round++) {
 		void *img = ut_img_alloc(SZ);
 		struct pmidx_pool *pool = ut_pool_new(img, SZ);
 		struct pmidx_index *idx = create(pool, "t");
-		u64 i, n = round == 1 ? 300 : 40;
+		u64 i, n = round % 2 ? 300 : 40;
+		bool refused = round == 1 || round == 2;
 		const char *why = NULL;
 		struct pfart_root *r;
 
@@ -467,14 +475,13 @@ static void pfart_format_version(void)
 		for (i = 0; i < n; i++)
 			UT_EQ(put(idx, i, i), 0);
 		dense_stride = 0;
-		UT_EQ(!!psum(idx).dense_builds, round == 1);
+		UT_EQ(!!psum(idx).dense_builds, n == 300);
 		r = ((struct pfart *)idx->priv)->root;
 		UT_EQ(le32_to_cpu(r->version), PFART_FORMAT_VERSION);
-		r->version = cpu_to_le32(round == 2 ? PFART_FORMAT_VERSION + 1 :
-					 PFART_FORMAT_V1);
+		r->version = cpu_to_le32(vers[round]);
 		pmidx_pool_close(pool);
 		pool = pmidx_pool_open(img, SZ, false, &why);
-		if (round) {
+		if (refused) {
 			UT_EQ(PTR_ERR(pool), -EUCLEAN);
 			ut_img_free(img, SZ);
 			continue;
@@ -490,8 +497,105 @@ static void pfart_format_version(void)
 		for (; i < 300; i++)	/* and now arrays above leaf_max */
 			UT_EQ(put(idx, i, i), 0);
 		dense_stride = 0;
-		UT_ASSERT(psum(idx).dense_builds > 0);
+		UT_ASSERT(n == 300 || psum(idx).dense_builds > 0);
 		pmidx_pool_close(pool);
+		ut_img_free(img, SZ);
+	}
+}
+
+/*
+ * An update leaves the old record's invalidation in the cache: after a
+ * crash, or a clean detach, it may still read valid on media. Here the
+ * key is updated, then left, deleted, or deleted and put again, and the
+ * old record's valid bit set again by hand; every attach, clean or
+ * crash, must answer as the key's last record says, clear the stale bit,
+ * and free what only it named. Dense keys: one leaf array holds them all,
+ * so the delete prunes nothing and every record stays where it was.
+ */
+enum { SUP_KEEP, SUP_DELETE, SUP_REINSERT, SUP_CASES };
+
+/*
+ * Offsets of the records of key @n whose hdr is @h, in image order
+ * (found by the key's last byte: most of the image is zeros).
+ */
+static u32 find_records(const u8 *img, u64 n, u16 h, u64 *at, u32 max)
+{
+	__le16 hl = cpu_to_le16(h);
+	const u8 *p, *end = img + SZ;
+	u32 kl, found = 0;
+	u8 k[256];
+
+	kl = key_of(n, k);
+	for (p = img + 2 + kl - 1; (p = memchr(p, k[kl - 1], end - p)); p++) {
+		const u8 *rec = p + 1 - kl - 2;
+
+		if (memcmp(rec, &hl, 2) || memcmp(rec + 2, k, kl))
+			continue;
+		if (found < max)
+			at[found] = rec - img;
+		found++;
+	}
+	return found;
+}
+
+static void pfart_superseded(void)
+{
+	const u64 K = 100, KEYS = 200;	/* K: an 8-byte key */
+	unsigned int run;
+
+	/* each case, with inline values and blobs, clean and crash attach */
+	for (run = 0; run < SUP_CASES * 4; run++) {
+		unsigned int c = run / 4, blob = run / 2 % 2, crash = run % 2;
+		void *img = ut_img_alloc(SZ), *crashed = NULL, *used = img;
+		struct pmidx_pool *pool = ut_pool_new(img, SZ), *live = NULL;
+		struct pmidx_index *idx = create(pool, "t");
+		u64 v1 = blob ? 7 : 0, v2 = v1 + 10, v3 = v1 + 20, i, at[3];
+		u64 keys = 0, want = c == SUP_DELETE ? KEYS - 1 : KEYS;
+		u32 vf = blob ? PFART_VBLOB : 8, n;
+		u16 h = 8 << PFART_R_KLEN_SHIFT | vf;
+		const char *why = NULL;
+		u8 *rec, k[256];
+
+		dense_stride = 1;
+		UT_EQ(key_of(K, k), 8);
+		for (i = 0; i < KEYS; i++)
+			UT_EQ(put(idx, i, i == K ? v1 : 10 * i), 0);
+		UT_EQ(put(idx, K, v2), 0);
+		if (c != SUP_KEEP)
+			UT_EQ(del(idx, K), 0);
+		if (c == SUP_REINSERT)
+			UT_EQ(put(idx, K, v3), 0);
+		/* the update's invalidation did not reach the media */
+		n = find_records(img, K, h, at, ARRAY_SIZE(at));
+		UT_EQ(n, c == SUP_KEEP ? 1 : 2);
+		rec = (u8 *)img + at[0];
+		rec[1] |= PFART_R_VALID >> 8;
+		if (crash) {	/* an image of the attached pool */
+			live = pool;
+			idx = reopen(img, &pool, true, &crashed);
+			used = crashed;
+		} else {
+			pmidx_pool_close(pool);
+			idx = reopen(img, &pool, false, NULL);
+		}
+		if (c == SUP_DELETE)
+			UT_EQ(get_is(idx, K, v2, gbuf, vbuf), -ENOENT);
+		else
+			UT_EQ(get_is(idx, K, c == SUP_KEEP ? v2 : v3, gbuf, vbuf), 0);
+		for (i = 0; i < KEYS; i++)
+			UT_ASSERT(i == K || !get_is(idx, i, 10 * i, gbuf, vbuf));
+		UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+		UT_EQ(keys, want);
+		/* the stale bit is cleared on media */
+		UT_EQ(find_records(used, K, h, at, ARRAY_SIZE(at)), n);
+		dense_stride = 0;
+		UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
+		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+		pmidx_pool_close(pool);
+		if (crashed) {
+			pmidx_pool_close(live);
+			ut_img_free(crashed, SZ);
+		}
 		ut_img_free(img, SZ);
 	}
 }
@@ -560,18 +664,38 @@ struct fcount {
  * is flushed and fenced (body, then header: 2 fences) and no shortcut is
  * taken; under eADR a record of at most 256 bytes is left to the cache
  * (no flush, no fence) and a larger one (2 + 255 + 62 bytes) is written
- * back without a fence.
+ * back without a fence. An update that is an append costs the same: the
+ * old record's invalidation is left to the cache.
  */
+static void count_put(struct pmidx_pool *pool, struct pmidx_index *idx,
+		      const u8 *k, u32 kl, const u8 *v, u32 vl, struct fcount *f)
+{
+	struct pmidx_pmem_stats a = pm_now(pool), b;
+	struct pfart_pcpu s0 = psum(idx), s1;
+
+	UT_EQ(idx->ops->put(idx, k, kl, v, vl, 0), 0);
+	b = pm_now(pool);
+	s1 = psum(idx);
+	if (!pure_append(&s0, &s1))
+		return;
+	f->n++;
+	f->flushes += b.flushes - a.flushes;
+	f->fences += b.fences - a.fences;
+	f->skips += s1.eadr_skips - s0.eadr_skips;
+	f->nofence += s1.nofence_wbs - s0.nofence_wbs;
+}
+
 static void pfart_flushes(void)
 {
+	static const char *const what[] = {
+		"17-byte insert", "320-byte insert", "17-byte update",
+	};
 	int eadr;
 
 	for (eadr = 0; eadr < 2; eadr++) {
 		void *img = ut_img_alloc(SZ);
 		struct pmidx_pool *pool = ut_pool_new(img, SZ);
-		struct fcount fc[2] = {};	/* small, big */
-		struct pmidx_pmem_stats a, b;
-		struct pfart_pcpu s0, s1;
+		struct fcount fc[3] = {};	/* as what[] */
 		struct pmidx_index *idx;
 		const char *why = NULL;
 		u8 k[256], v[64];
@@ -583,44 +707,40 @@ static void pfart_flushes(void)
 		idx = create(pool, "t");
 		memset(v, 7, sizeof(v));
 		memset(k, 'x', sizeof(k));
-		for (i = 0; i < 600; i++) {
-			bool big = i % 10 == 9;
+		for (i = 0; i < 1200; i++) {
+			bool big = i % 10 == 9, update = i >= 600;
 			u32 kl = big ? 255 : 5;
-			struct fcount *f = &fc[big];
 
-			snprintf((char *)k + kl - 5, 6, "%05u", (unsigned int)i);
-			a = pm_now(pool);
-			s0 = psum(idx);
-			UT_EQ(idx->ops->put(idx, k, kl, v, big ? 62 : 8, 0), 0);
-			b = pm_now(pool);
-			s1 = psum(idx);
-			if (!pure_append(&s0, &s1))
+			if (update && big)
 				continue;
-			f->n++;
-			f->flushes += b.flushes - a.flushes;
-			f->fences += b.fences - a.fences;
-			f->skips += s1.eadr_skips - s0.eadr_skips;
-			f->nofence += s1.nofence_wbs - s0.nofence_wbs;
+			v[0] = update;
+			snprintf((char *)k + kl - 5, 6, "%05u", (unsigned int)i % 600);
+			count_put(pool, idx, k, kl, v, big ? 62 : 8,
+				  &fc[update ? 2 : big]);
 		}
-		for (i = 0; i < 2; i++)
-			ut_note("pfart %s: %s insert (%llu appends): %.2f flushes, %.2f fences, %.2f left to the cache, %.2f written back without fence",
-				eadr ? "eADR" : "ADR", i ? "320-byte" : "17-byte",
+		for (i = 0; i < ARRAY_SIZE(fc); i++)
+			ut_note("pfart %s: %s (%llu appends): %.2f flushes, %.2f fences, %.2f left to the cache, %.2f written back without fence",
+				eadr ? "eADR" : "ADR", what[i],
 				(unsigned long long)fc[i].n,
 				(double)fc[i].flushes / fc[i].n,
 				(double)fc[i].fences / fc[i].n,
 				(double)fc[i].skips / fc[i].n,
 				(double)fc[i].nofence / fc[i].n);
-		UT_ASSERT(fc[0].n > 300 && fc[1].n > 10);
+		UT_ASSERT(fc[0].n > 300 && fc[1].n > 10 && fc[2].n > 300);
 		if (!eadr) {
-			UT_EQ(fc[0].fences, 2 * fc[0].n);
-			UT_EQ(fc[1].fences, 2 * fc[1].n);
+			for (i = 0; i < ARRAY_SIZE(fc); i++) {
+				UT_EQ(fc[i].fences, 2 * fc[i].n);
+				UT_EQ(fc[i].skips + fc[i].nofence, 0);
+			}
 			UT_ASSERT(fc[0].flushes >= 2 * fc[0].n);
 			UT_ASSERT(fc[1].flushes >= 6 * fc[1].n);
-			UT_EQ(fc[0].skips + fc[0].nofence + fc[1].skips + fc[1].nofence, 0);
+			UT_ASSERT(fc[2].flushes >= 2 * fc[2].n &&
+				  fc[2].flushes <= 3 * fc[2].n);
 		} else {
-			UT_EQ(fc[0].fences + fc[1].fences, 0);
-			UT_EQ(fc[0].flushes, 0);
+			UT_EQ(fc[0].fences + fc[1].fences + fc[2].fences, 0);
+			UT_EQ(fc[0].flushes + fc[2].flushes, 0);
 			UT_EQ(fc[0].skips, 2 * fc[0].n);
+			UT_EQ(fc[2].skips, 2 * fc[2].n);
 			UT_EQ(fc[1].nofence, fc[1].n);	/* the body; the header is left */
 			UT_ASSERT(fc[1].flushes >= 5 * fc[1].n);
 		}
@@ -1266,6 +1386,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(pfart_key_shapes),
 	UT_TEST(pfart_dense),
 	UT_TEST(pfart_format_version),
+	UT_TEST(pfart_superseded),
 	UT_TEST(pfart_flushes),
 	UT_TEST(pfart_bulk_alloc),
 	UT_TEST(pfart_generation),

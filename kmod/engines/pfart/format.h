@@ -65,8 +65,14 @@
 #include <linux/types.h>
 
 #define PFART_ROOT_MAGIC	0x3174726166504650ULL	/* "PFPfart1" */
-#define PFART_FORMAT_VERSION	2	/* 2: leaf arrays above leaf_max */
-#define PFART_FORMAT_V1		1	/* opened, and raised to 2 */
+/*
+ * 2: leaf arrays above leaf_max. 3: an update's invalidation of the record
+ * it replaces may be missing on media (leaf.c): a module that took every
+ * valid record for live would bring a deleted key back.
+ */
+#define PFART_FORMAT_VERSION	3
+#define PFART_FORMAT_V1		1	/* opened, and raised */
+#define PFART_FORMAT_V2		2	/* opened, and raised */
 
 /* node types: the first byte of every node */
 enum pfart_type {

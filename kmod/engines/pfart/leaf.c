@@ -10,8 +10,12 @@
  * u16 makes the scan stop right behind the new record even when an
  * earlier append crashed before its commit and left longer bytes there.
  * An update appends the new record first, then clears the old one's valid
- * bit: after a crash in between, the later record of a key wins
- * (pfart_leaf_parse()), since offsets only grow inside one array.
+ * bit in the cache only: the new record is durable by then, and offsets
+ * only grow inside one array, so every open keeps the last record of a
+ * key and drops any valid one before it (pfart_leaf_parse()). That rule
+ * also covers a later delete: it invalidates the last record durably,
+ * and a valid one before it is dropped too. A delete's own invalidation
+ * is its commit, and so is persisted.
  *
  * Readers find records through the metadata without the lock: @pos is
  * published with a release store after the record's bytes and @n after
@@ -267,15 +271,24 @@ static void body_write(u8 *rec, const struct pfart_rec *r)
 		rec[size - 1] = 0;
 }
 
-/* Clear the valid bit of the record at @pos, durably. Return: its blob. */
-static u64 clear_valid(struct pfart *t, struct pfart_leaf *l, u32 pos)
+/*
+ * Clear the valid bit of the record at @pos. Return: its blob.
+ * @durable: persisted (a delete's commit, a repair), else left to the
+ * cache (an update's, once its later record is durable): no open needs
+ * it on media, nor a clean detach (pmidx_lose_ok()).
+ */
+static u64 clear_valid(struct pfart *t, struct pfart_leaf *l, u32 pos,
+		       bool durable)
 {
 	u8 *rec = l->data + pos;
 	struct pfart_view v;
 
 	view_at(l, pfart_data_size(l->klass), pos, &v);
 	hdr_store(rec, hdr_load(rec) & ~PFART_R_VALID);
-	pfart_persist(t, rec, 2);
+	if (durable)
+		pfart_persist(t, rec, 2);
+	else
+		pmidx_lose_ok(t->pm, rec, 2);
 	return pfart_view_blob(&v);
 }
 
@@ -310,10 +323,10 @@ u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 		add_entry(l, m, pos, r->key, r->klen);
 		return 0;
 	}
-	/* 3. an update: the old record goes */
+	/* 3. an update: the old record goes, in the cache (see the top) */
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), old, &v))
 		live_add(m, -(int)view_bytes(&v));
-	blob = clear_valid(t, l, m->pos[old]);
+	blob = clear_valid(t, l, m->pos[old], false);
 	set_pos(m, old, pos);
 	return blob;
 }
@@ -343,7 +356,7 @@ u64 pfart_leaf_invalidate(struct pfart *t, struct pfart_leaf *l,
 
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
 		live_add(m, -(int)view_bytes(&v));
-	blob = clear_valid(t, l, m->pos[e]);
+	blob = clear_valid(t, l, m->pos[e], true);
 	del_entry(m, e);
 	return blob;
 }
@@ -432,11 +445,31 @@ static int parse_bad(struct pfart_parse *p, const char *why)
 }
 
 /*
- * Rebuild @m from the records of @l: valid records up to the first zero
- * hdr, every key sharing the array's path (its first @depth bytes: the
- * first key's, checked by the walk; the stored prefix), two valid records
- * of one key resolved in favour of the later one; with @fix the earlier
- * is invalidated on media (recovery), else it is an error (check).
+ * Drop entry @e, a valid record that a later record of its key follows:
+ * its update's invalidation never reached the media. With @fix it is
+ * invalidated there now (recovery), else it is an error (check).
+ */
+static int parse_superseded(struct pfart *t, struct pfart_leaf *l,
+			    struct pfart_meta *m, int e, bool fix,
+			    struct pfart_parse *p)
+{
+	struct pfart_view w;
+
+	if (!fix)
+		return parse_bad(p, "a valid record before a later one of its key");
+	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &w))
+		live_add(m, -(int)view_bytes(&w));
+	clear_valid(t, l, m->pos[e], true);
+	del_entry(m, e);
+	p->dups++;
+	return 0;
+}
+
+/*
+ * Rebuild @m from the records of @l: records up to the first zero hdr,
+ * the last record of each key deciding it (valid: the key's; invalid:
+ * deleted), every valid key sharing the array's path (its first @depth
+ * bytes: the first key's, checked by the walk; the stored prefix).
  * Blobs are not looked at (recovery.c does, per entry).
  */
 int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
@@ -444,7 +477,7 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 {
 	u32 ds = pfart_data_size(l->klass), pos = 0, found = 0, depth = l->depth;
 	const u8 *first = NULL;
-	struct pfart_view v, w;
+	struct pfart_view v;
 
 	m->n = 0;
 	WRITE_ONCE(m->live, 0);
@@ -457,6 +490,9 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 		if (!view_at(l, ds, pos, &v))
 			return parse_bad(p, "record beyond its leaf array");
 		found++;
+		e = pfart_leaf_find(t, l, m, v.key, v.klen);
+		if (e >= 0 && parse_superseded(t, l, m, e, fix, p))
+			return -EUCLEAN;
 		if (!(h & PFART_R_VALID)) {
 			pos += view_bytes(&v);
 			continue;
@@ -467,23 +503,10 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 		if (first && memcmp(v.key, first, depth))
 			return parse_bad(p, "keys of a leaf array differ in its path");
 		first = first ?: v.key;
-		e = pfart_leaf_find(t, l, m, v.key, v.klen);
-		if (e >= 0) {
-			if (!fix)
-				return parse_bad(p, "a key twice in a leaf array");
-			/* an update cut short: the later record wins */
-			if (!pfart_leaf_view(l, m, ds + PFART_HDR_SIZE, e, &w))
-				live_add(m, -(int)view_bytes(&w));
-			clear_valid(t, l, m->pos[e]);
-			set_pos(m, e, pos);
-			live_add(m, view_bytes(&v));
-			p->dups++;
-		} else {
-			if (m->n >= m->cap)
-				return parse_bad(p, "too many records in a leaf array");
-			add_entry(l, m, pos, v.key, v.klen);
-			live_add(m, view_bytes(&v));
-		}
+		if (m->n >= m->cap)
+			return parse_bad(p, "too many records in a leaf array");
+		add_entry(l, m, pos, v.key, v.klen);
+		live_add(m, view_bytes(&v));
 		pos += view_bytes(&v);
 	}
 	if (found < le16_to_cpu(l->count))

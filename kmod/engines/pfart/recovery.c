@@ -9,8 +9,9 @@
  *     node is marked, on a clean attach claimed, and N48 slots an add cut
  *     short are cleared;
  *  3. the leaf arrays parsed in parallel (rc->threads workers): records
- *     up to the first zero header, an update cut short resolved (the
- *     later record wins, the earlier is invalidated), the metadata built
+ *     up to the first zero header, the last record of a key deciding it
+ *     (a valid one before it is invalidated: an update's invalidation
+ *     left in the cache, or cut short by the crash), the metadata built
  *     in key order, each blob checked (marked with a trace, claimed on a
  *     clean attach);
  *  4. the root's generation set above every generation seen, persisted:
@@ -227,7 +228,7 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 	lm = le32_to_cpu(r->leaf_max);
 	ver = le32_to_cpu(r->version);
 	if (le64_to_cpu(r->magic) != PFART_ROOT_MAGIC ||
-	    (ver != PFART_FORMAT_VERSION && ver != PFART_FORMAT_V1) ||
+	    ver < PFART_FORMAT_V1 || ver > PFART_FORMAT_VERSION ||
 	    (lm != 512 && lm != 1024 && lm != 2048))
 		return bad_root(t, "bad root");
 	set_leaf_max(t, lm);
@@ -266,7 +267,7 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 		goto out;
 	}
 	if (dups)
-		pr_info("pmidx: pfart index %s: %llu update(s) cut short by the crash completed\n",
+		pr_info("pmidx: pfart index %s: %llu superseded record(s) invalidated\n",
 			t->idx->name, dups);
 	/* step 4: above every generation a lock word holds */
 	gen = max_t(u64, le64_to_cpu(r->gen), w.maxgen) + 1;
@@ -278,11 +279,12 @@ int pfart_recover(struct pfart *t, const struct pmidx_recover *rc)
 	WRITE_ONCE(r->gen, cpu_to_le64(gen));
 	pfart_persist(t, &r->gen, sizeof(r->gen));
 	/*
-	 * From now on this index may hold leaf arrays above leaf_max: a
-	 * module of version 1 stops at the root's version, before its walk
-	 * would take such an array for damage (and repair anything).
+	 * From now on this index may hold leaf arrays above leaf_max and
+	 * updates' invalidations left in the cache: a module of an older
+	 * version stops at the root's version, before its walk would take
+	 * such an array for damage or a superseded record for live.
 	 */
-	if (ver == PFART_FORMAT_V1) {
+	if (ver != PFART_FORMAT_VERSION) {
 		WRITE_ONCE(r->version, cpu_to_le32(PFART_FORMAT_VERSION));
 		pfart_persist(t, &r->version, sizeof(r->version));
 		t->top_class = PFART_NR_CLASSES - 1;
