@@ -8,7 +8,9 @@
  *
  * Lifetime rule. A freed blob keeps a valid-looking header until its
  * slot is reused, and a reused one is a valid blob of someone else, so
- * nothing that recovery reads may name a blob after it is freed:
+ * nothing that recovery takes for live may name a blob after it is freed
+ * (a record recovery reads but drops by a rule of its engine, such as
+ * pfart's superseded records, may):
  *  - a blob no persistent structure has named yet (a failed write) is
  *    freed at once with pmidx_free();
  *  - a blob only persistent structures that stop naming it atomically

@@ -600,6 +600,93 @@ static void pfart_superseded(void)
 	}
 }
 
+/* the blob word of the record at @off of @img */
+static u64 rec_blob(const void *img, u64 off, u32 klen)
+{
+	__le64 w;
+
+	memcpy(&w, (const u8 *)img + off + 2 + klen, sizeof(w));
+	return le64_to_cpu(w);
+}
+
+/*
+ * Two superseded records of a key with blobs (two updates), both bits
+ * set again, and both blobs reused by other keys before the attach: the
+ * stale records name live blobs of other keys. Each attach must neither
+ * claim them twice nor free them, whether the key was left or deleted.
+ */
+static void pfart_superseded_reused(void)
+{
+	const u64 K = 100, KEYS = 200, OTHER = 1ULL << 56, NO = 150;
+	u16 h = 8 << PFART_R_KLEN_SHIFT | PFART_VBLOB;
+	unsigned int run;
+
+	for (run = 0; run < 4; run++) {
+		bool crash = run % 2, deleted = run / 2;
+		void *img = ut_img_alloc(SZ), *crashed = NULL;
+		struct pmidx_pool *pool = ut_pool_new(img, SZ), *live = NULL;
+		struct pmidx_index *idx = create(pool, "t");
+		u64 i, at[3], b[2], keys = 0, round, other_v[150];
+		const char *why = NULL;
+		void *used = img;
+		u32 n;
+
+		/* the other keys first: their later puts change no array of K's */
+		dense_stride = 1;
+		for (i = 0; i < NO; i++)
+			UT_EQ(put(idx, OTHER + i, 0), 0);
+		for (i = 0; i < KEYS; i++)
+			UT_EQ(put(idx, i, i == K ? 7 : 10 * i), 0);
+		UT_EQ(put(idx, K, 17), 0);
+		UT_EQ(put(idx, K, 27), 0);
+		if (deleted)
+			UT_EQ(del(idx, K), 0);
+		n = find_records(img, K, h, at, ARRAY_SIZE(at));
+		UT_EQ(n, deleted ? 3 : 2);
+		b[0] = rec_blob(img, at[0], 8);
+		b[1] = rec_blob(img, at[1], 8);
+		/* other keys' 300-byte values until both blobs are theirs */
+		pmidx_epoch_barrier(&pool->epoch);
+		for (round = 0; round < 400; round++) {
+			if (pmidx_alloc_valid(&pool->alloc, b[0], 8) &&
+			    pmidx_alloc_valid(&pool->alloc, b[1], 8))
+				break;
+			for (i = 0; i < NO; i++) {
+				other_v[i] = 7 + 10 * ((i + round) % 50);
+				UT_EQ(put(idx, OTHER + i, other_v[i]), 0);
+			}
+			pmidx_epoch_barrier(&pool->epoch);
+		}
+		UT_ASSERT(round > 0 && round < 400);
+		((u8 *)img)[at[0] + 1] |= PFART_R_VALID >> 8;
+		((u8 *)img)[at[1] + 1] |= PFART_R_VALID >> 8;
+		if (crash) {
+			live = pool;
+			idx = reopen(img, &pool, true, &crashed);
+			used = crashed;
+		} else {
+			pmidx_pool_close(pool);
+			idx = reopen(img, &pool, false, NULL);
+		}
+		/* the bits set by hand were read, and cleared */
+		UT_EQ(find_records(used, K, h, at, ARRAY_SIZE(at)), n);
+		UT_EQ(get_is(idx, K, 27, gbuf, vbuf), deleted ? -ENOENT : 0);
+		for (i = 0; i < NO; i++)
+			UT_EQ(get_is(idx, OTHER + i, other_v[i], gbuf, vbuf), 0);
+		UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+		UT_EQ(keys, NO + KEYS - deleted);
+		dense_stride = 0;
+		UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
+		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+		pmidx_pool_close(pool);
+		if (crashed) {
+			pmidx_pool_close(live);
+			ut_img_free(crashed, SZ);
+		}
+		ut_img_free(img, SZ);
+	}
+}
+
 /* keys of every length up to 255, and every byte value in one position */
 static void pfart_key_shapes(void)
 {
@@ -1387,6 +1474,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(pfart_dense),
 	UT_TEST(pfart_format_version),
 	UT_TEST(pfart_superseded),
+	UT_TEST(pfart_superseded_reused),
 	UT_TEST(pfart_flushes),
 	UT_TEST(pfart_bulk_alloc),
 	UT_TEST(pfart_generation),

@@ -272,23 +272,17 @@ static void body_write(u8 *rec, const struct pfart_rec *r)
 }
 
 /*
- * Clear the valid bit of the record at @pos. Return: its blob.
- * @durable: persisted (a delete's commit, a repair), else left to the
- * cache (an update's, once its later record is durable): no open needs
- * it on media, nor a clean detach (pmidx_lose_ok()).
+ * Clear the valid bit of the record at @pos, in the cache: the caller
+ * persists it (a delete's commit), writes it back (a repair), or leaves
+ * it (an update's). Return: its blob.
  */
-static u64 clear_valid(struct pfart *t, struct pfart_leaf *l, u32 pos,
-		       bool durable)
+static u64 clear_valid(struct pfart_leaf *l, u32 pos)
 {
 	u8 *rec = l->data + pos;
 	struct pfart_view v;
 
 	view_at(l, pfart_data_size(l->klass), pos, &v);
 	hdr_store(rec, hdr_load(rec) & ~PFART_R_VALID);
-	if (durable)
-		pfart_persist(t, rec, 2);
-	else
-		pmidx_lose_ok(t->pm, rec, 2);
 	return pfart_view_blob(&v);
 }
 
@@ -326,7 +320,9 @@ u64 pfart_leaf_append(struct pfart *t, struct pfart_leaf *l,
 	/* 3. an update: the old record goes, in the cache (see the top) */
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), old, &v))
 		live_add(m, -(int)view_bytes(&v));
-	blob = clear_valid(t, l, m->pos[old], false);
+	blob = clear_valid(l, m->pos[old]);
+	/* no open needs it on media, nor a clean detach */
+	pmidx_lose_ok(t->pm, l->data + m->pos[old], 2);
 	set_pos(m, old, pos);
 	return blob;
 }
@@ -356,7 +352,8 @@ u64 pfart_leaf_invalidate(struct pfart *t, struct pfart_leaf *l,
 
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &v))
 		live_add(m, -(int)view_bytes(&v));
-	blob = clear_valid(t, l, m->pos[e], true);
+	blob = clear_valid(l, m->pos[e]);
+	pfart_persist(t, l->data + m->pos[e], 2);
 	del_entry(m, e);
 	return blob;
 }
@@ -447,7 +444,9 @@ static int parse_bad(struct pfart_parse *p, const char *why)
 /*
  * Drop entry @e, a valid record that a later record of its key follows:
  * its update's invalidation never reached the media. With @fix it is
- * invalidated there now (recovery), else it is an error (check).
+ * invalidated and written back (recovery; pfart_leaf_parse() fences
+ * once for the array: only a later attach reads it, and the rule holds
+ * either way), else it is an error (check).
  */
 static int parse_superseded(struct pfart *t, struct pfart_leaf *l,
 			    struct pfart_meta *m, int e, bool fix,
@@ -459,7 +458,8 @@ static int parse_superseded(struct pfart *t, struct pfart_leaf *l,
 		return parse_bad(p, "a valid record before a later one of its key");
 	if (!pfart_leaf_view(l, m, pfart_leaf_size(l->klass), e, &w))
 		live_add(m, -(int)view_bytes(&w));
-	clear_valid(t, l, m->pos[e], true);
+	clear_valid(l, m->pos[e]);
+	pfart_wb(t, l->data + m->pos[e], 2);
 	del_entry(m, e);
 	p->dups++;
 	return 0;
@@ -476,6 +476,7 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 		     struct pfart_meta *m, bool fix, struct pfart_parse *p)
 {
 	u32 ds = pfart_data_size(l->klass), pos = 0, found = 0, depth = l->depth;
+	u32 dups = p->dups;
 	const u8 *first = NULL;
 	struct pfart_view v;
 
@@ -509,6 +510,8 @@ int pfart_leaf_parse(struct pfart *t, struct pfart_leaf *l,
 		live_add(m, view_bytes(&v));
 		pos += view_bytes(&v);
 	}
+	if (p->dups != dups)
+		pfart_fence(t);
 	if (found < le16_to_cpu(l->count))
 		return parse_bad(p, "fewer records than the leaf array was built with");
 	m->tail = pos;

@@ -49,9 +49,13 @@
  *    before the record naming it is committed, named by exactly one valid
  *    record of a reachable leaf array (a rewrite of the leaf array moves
  *    the record: the old array is unreachable after the swap), and
- *    retired right after the persisted store that makes its record
- *    invalid (an update, a delete) or drops it (a rewrite applying an
- *    update). One whose record never committed is freed at once;
+ *    retired right after its record stops being the key's: a delete's
+ *    persisted invalidation, an update's durable commit of the later
+ *    record (its invalidation of the old one may never reach the media:
+ *    the old record still names the blob there, and every attach drops
+ *    such a superseded record before it marks or claims a blob, leaf.c),
+ *    or a rewrite applying an update. One whose record never committed
+ *    is freed at once;
  *  - DRAM metadata of a leaf array: allocated with the array in a reserve,
  *    installed in the directory before the array is published, freed by
  *    the array's epoch callback.
