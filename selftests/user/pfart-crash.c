@@ -538,6 +538,39 @@ static u32 find_records(const u8 *img, u64 n, u16 h, u64 *at, u32 max)
 	return found;
 }
 
+/*
+ * Attach @img again with a stale bit set: clean, or a crash image of the
+ * attached *@pool (kept in *@live until sup_done()). Return: the index.
+ */
+static struct pmidx_index *sup_attach(void *img, struct pmidx_pool **pool,
+				      struct pmidx_pool **live, void **crashed,
+				      bool crash)
+{
+	if (!crash) {
+		pmidx_pool_close(*pool);
+		return reopen(img, pool, false, NULL);
+	}
+	*live = *pool;
+	return reopen(img, pool, true, crashed);
+}
+
+/* The drop leaves no object; everything closed and freed. */
+static void sup_done(struct pmidx_pool *pool, struct pmidx_pool *live,
+		     void *img, void *crashed)
+{
+	const char *why = NULL;
+
+	dense_stride = 0;
+	UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
+	UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+	pmidx_pool_close(pool);
+	if (crashed) {
+		pmidx_pool_close(live);
+		ut_img_free(crashed, SZ);
+	}
+	ut_img_free(img, SZ);
+}
+
 static void pfart_superseded(void)
 {
 	const u64 K = 100, KEYS = 200;	/* K: an 8-byte key */
@@ -570,14 +603,8 @@ static void pfart_superseded(void)
 		UT_EQ(n, c == SUP_KEEP ? 1 : 2);
 		rec = (u8 *)img + at[0];
 		rec[1] |= PFART_R_VALID >> 8;
-		if (crash) {	/* an image of the attached pool */
-			live = pool;
-			idx = reopen(img, &pool, true, &crashed);
-			used = crashed;
-		} else {
-			pmidx_pool_close(pool);
-			idx = reopen(img, &pool, false, NULL);
-		}
+		idx = sup_attach(img, &pool, &live, &crashed, crash);
+		used = crash ? crashed : img;
 		if (c == SUP_DELETE)
 			UT_EQ(get_is(idx, K, v2, gbuf, vbuf), -ENOENT);
 		else
@@ -588,15 +615,7 @@ static void pfart_superseded(void)
 		UT_EQ(keys, want);
 		/* the stale bit is cleared on media */
 		UT_EQ(find_records(used, K, h, at, ARRAY_SIZE(at)), n);
-		dense_stride = 0;
-		UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
-		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
-		pmidx_pool_close(pool);
-		if (crashed) {
-			pmidx_pool_close(live);
-			ut_img_free(crashed, SZ);
-		}
-		ut_img_free(img, SZ);
+		sup_done(pool, live, img, crashed);
 	}
 }
 
@@ -660,14 +679,8 @@ static void pfart_superseded_reused(void)
 		UT_ASSERT(round > 0 && round < 400);
 		((u8 *)img)[at[0] + 1] |= PFART_R_VALID >> 8;
 		((u8 *)img)[at[1] + 1] |= PFART_R_VALID >> 8;
-		if (crash) {
-			live = pool;
-			idx = reopen(img, &pool, true, &crashed);
-			used = crashed;
-		} else {
-			pmidx_pool_close(pool);
-			idx = reopen(img, &pool, false, NULL);
-		}
+		idx = sup_attach(img, &pool, &live, &crashed, crash);
+		used = crash ? crashed : img;
 		/* the bits set by hand were read, and cleared */
 		UT_EQ(find_records(used, K, h, at, ARRAY_SIZE(at)), n);
 		UT_EQ(get_is(idx, K, 27, gbuf, vbuf), deleted ? -ENOENT : 0);
@@ -675,15 +688,7 @@ static void pfart_superseded_reused(void)
 			UT_EQ(get_is(idx, OTHER + i, other_v[i], gbuf, vbuf), 0);
 		UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
 		UT_EQ(keys, NO + KEYS - deleted);
-		dense_stride = 0;
-		UT_EQ(pmidx_index_drop(pool, "t", &why), 0);
-		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
-		pmidx_pool_close(pool);
-		if (crashed) {
-			pmidx_pool_close(live);
-			ut_img_free(crashed, SZ);
-		}
-		ut_img_free(img, SZ);
+		sup_done(pool, live, img, crashed);
 	}
 }
 
