@@ -9,6 +9,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
+#include "core/engine.h"
 #include "netlink.h"
 #include "pool_dev.h"
 
@@ -45,13 +46,27 @@ MODULE_PARM_DESC(persist,
 
 static int __init pmidx_init(void)
 {
-	return pmidx_genl_init();
+	int ret;
+
+	ret = pmidx_engines_init();
+	if (ret)
+		return ret;
+	ret = pmidx_genl_init();
+	if (ret)
+		goto err_engines;
+	return 0;
+
+err_engines:
+	pmidx_engines_exit();
+	return ret;
 }
 
+/* The engines' state goes last: detaching a pool frees into it. */
 static void __exit pmidx_exit(void)
 {
 	pmidx_genl_exit();
 	pmidx_dev_detach_all();
+	pmidx_engines_exit();
 }
 
 module_init(pmidx_init);

@@ -95,6 +95,14 @@ struct pmidx_engine_ops {
 	const char	*name;
 	u32		flags;		/* PMIDX_ENGINE_F_* */
 
+	/*
+	 * Optional module-wide state (slab caches): global_init() runs once
+	 * at module load, before any pool can attach, and global_exit() at
+	 * unload, after every pool has detached. Context: may sleep.
+	 */
+	int	(*global_init)(void);
+	void	(*global_exit)(void);
+
 	int	(*open)(struct pmidx_index *idx, const struct pmidx_recover *rc);
 	/* @clean: a clean detach; the engine may save state for open() */
 	void	(*close)(struct pmidx_index *idx, bool clean);
@@ -124,16 +132,16 @@ struct pmidx_engine_ops {
 };
 
 const struct pmidx_engine_ops *pmidx_engine_ops(u32 engine);
+int pmidx_engines_init(void);
+void pmidx_engines_exit(void);
 #ifdef PMIDX_TEST_ENGINES
 extern const struct pmidx_engine_ops *pmidx_test_engines[__PMIDX_ENGINE_MAX];
 /* in pmidx_test_engines[]: the id is served by no engine, not even a real one */
 extern const struct pmidx_engine_ops pmidx_test_engine_absent;
 #endif
 
-/* The engines (kmod/engines/<name>/) */
-extern const struct pmidx_engine_ops ccl_engine_ops;
-
 /* Engines built in (kmod/engines/<name>/) */
+extern const struct pmidx_engine_ops pmidx_ccl_ops;
 extern const struct pmidx_engine_ops pmidx_utree_ops;
 extern const struct pmidx_engine_ops pmidx_b3_ops;
 extern const struct pmidx_engine_ops pmidx_lodge_ops;

@@ -591,6 +591,69 @@ static const char *utc_check(struct pmidx_index *idx)
 	return idx->ops->check(idx, &keys, &why) ? why : NULL;
 }
 
+#define SST_KEYS	20000
+
+static int sst_put(struct pmidx_index *idx, u64 i)
+{
+	__be64 k = cpu_to_be64(i);
+
+	return idx->ops->put(idx, (const u8 *)&k, sizeof(k), (const u8 *)&i,
+			     sizeof(i), 0);
+}
+
+/*
+ * A split runs inside the put's section and allocates atomically; when
+ * that fails it takes a block of the kind it needs (leaf, inner node,
+ * separator) from the split stash. Ascending inserts split a leaf every
+ * 32 and an inner node every 32 leaves; failing a random one of the 1st
+ * to 4th allocations of each put reaches every kind. The failure also
+ * meets list-node chunk growth, whose DRAM side the put then reserves
+ * where it may sleep, or takes from that reserve: a DRAM shortage is
+ * never the pool's -ENOSPC. Every insert must be acknowledged and
+ * found, the tree must check, and each block must go back to its own
+ * cache (the shim WARNs otherwise) without a leak.
+ */
+static void utree_split_stash(void)
+{
+	unsigned int taken[UT_MEM_KINDS] = { 0 }, kind;
+	void *img = ut_img_alloc(SZ);
+	struct rnd_state rs;
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	struct utree *t;
+	u64 i, v, keys;
+	__be64 k;
+	u32 vl;
+
+	UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", PMIDX_ENGINE_UTREE, &idx, &why),
+		      "create: %s", why);
+	t = idx->priv;
+	prandom_seed_state(&rs, ut_seed);
+	for (i = 0; i < SST_KEYS; i++) {
+		UT_EQ(ut_tree_reserve(t), 0);
+		shim_fail_alloc_nth(1 + prandom_u32_state(&rs) % 4);
+		UT_EQ(sst_put(idx, i), 0);
+		shim_fail_alloc_nth(0);
+		for (kind = 0; kind < UT_MEM_KINDS; kind++)
+			taken[kind] += t->tree.nstash[kind] < UT_STASH_MAX;
+	}
+	ut_note("stash blocks taken: %u leaves, %u inner nodes, %u separators",
+		taken[UT_MEM_LEAF], taken[UT_MEM_INNER], taken[UT_MEM_KEY]);
+	for (kind = 0; kind < UT_MEM_KINDS; kind++)
+		UT_ASSERT(taken[kind]);
+	for (i = 0; i < SST_KEYS; i++) {
+		k = cpu_to_be64(i);
+		vl = sizeof(v);
+		UT_EQ(idx->ops->get(idx, (const u8 *)&k, sizeof(k), (u8 *)&v, &vl), 0);
+		UT_EQ(v, i);
+	}
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	UT_EQ(keys, SST_KEYS);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+}
+
 /*
  * Key 0: inline key and value; 1 and 6: 100-byte values (blobs); 3: a
  * 40-byte key (blob). Each case must give a clear refusal or a CHECK
@@ -1429,6 +1492,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(engine_full_pool),
 	UT_TEST(engine_scan_churn),
 	UT_TEST(utree_corrupt_clean),
+	UT_TEST(utree_split_stash),
 	UT_TEST(b3_corrupt_clean),
 	UT_TEST(engine_root_copied),
 	UT_TEST(engine_named_twice),

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/bitmap.h>
+#include <linux/cache.h>
 #include <linux/crc32.h>
 #include <linux/ctype.h>
 #include <linux/err.h>
@@ -517,6 +518,43 @@ static void alloc_failure_injection(void)
 	UT_ASSERT(!alloc_percpu(u64));
 }
 
+/*
+ * kmem_cache as the engines use it: objects aligned as SLAB_HWCACHE_ALIGN
+ * asks, zeroed by kmem_cache_zalloc(), failing under injection, and a
+ * free into the wrong cache WARNs (and frees nothing).
+ */
+static void kmem_cache_ops(void)
+{
+	struct kmem_cache *a = kmem_cache_create("shim_a", 1072, 0,
+						 SLAB_HWCACHE_ALIGN, NULL);
+	struct kmem_cache *b = kmem_cache_create("shim_b", 24, 0, 0, NULL);
+	unsigned long w;
+	u8 *p, *q;
+	int i;
+
+	UT_ASSERT(a && b);
+	p = kmem_cache_zalloc(a, GFP_KERNEL);
+	q = kmem_cache_alloc(b, GFP_KERNEL);
+	UT_ASSERT(p && q);
+	UT_EQ((uintptr_t)p % L1_CACHE_BYTES, 0);
+	UT_EQ((uintptr_t)q % sizeof(void *), 0);
+	for (i = 0; i < 1072; i++)
+		UT_EQ(p[i], 0);
+	memset(q, 0xa5, 24);
+	shim_set_warn_fatal(false);
+	ut_expect_warns(1);
+	w = shim_warn_count();
+	kmem_cache_free(b, p);
+	UT_EQ(shim_warn_count(), w + 1);
+	shim_set_warn_fatal(true);
+	kmem_cache_free(a, p);
+	kmem_cache_free(b, q);
+	shim_fail_alloc_nth(1);
+	UT_ASSERT(!kmem_cache_alloc(a, GFP_ATOMIC));
+	kmem_cache_destroy(b);
+	kmem_cache_destroy(a);
+}
+
 static void list_ops(void)
 {
 	struct item { int v; struct list_head node; } it[4], *pos;
@@ -627,6 +665,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(media_errors),
 	UT_TEST(media_errors_trap),
 	UT_TEST(alloc_failure_injection),
+	UT_TEST(kmem_cache_ops),
 	UT_TEST(list_ops),
 };
 

@@ -1234,7 +1234,7 @@ static void ccl_stats(struct pmidx_index *idx, struct pmidx_stats *s)
 	pmidx_stat_set(s, PMIDX_STAT_DRAM_BYTES, dram);
 }
 
-const struct pmidx_engine_ops ccl_engine_ops = {
+const struct pmidx_engine_ops pmidx_ccl_ops = {
 	.id		= PMIDX_ENGINE_CCL,
 	.name		= "ccl",
 	.flags		= PMIDX_ENGINE_F_NOWAIT,

@@ -72,6 +72,14 @@ struct ut_chunk *ut_chunk_get(const struct utree *t, u32 id)
  * Enter @c in the directory. Context: alloc_lock held or no concurrency;
  * ut_chunk_get() reads it without the lock.
  */
+static void dir_level_set(struct utree *t, struct ut_chunk ***slot,
+			  struct ut_chunk **l2)
+{
+	/* pairs with ut_chunk_get(): zeroed before it is seen */
+	smp_store_release(slot, l2);
+	atomic64_add(UT_DIR_L2 * sizeof(*l2), &t->dram_bytes);
+}
+
 static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 {
 	struct ut_chunk ***slot = &t->dir[c->id / UT_DIR_L2];
@@ -79,13 +87,12 @@ static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 	if (c->id >= UT_DIR_MAX)
 		return -ENOSPC;
 	if (!*slot) {
-		struct ut_chunk **l2 = kcalloc(UT_DIR_L2, sizeof(**slot), gfp);
+		struct ut_chunk **l2 = kcalloc(UT_DIR_L2, sizeof(**slot),
+					       gfp | __GFP_NOWARN);
 
 		if (!l2)
 			return -ENOMEM;
-		/* pairs with ut_chunk_get(): zeroed before it is seen */
-		smp_store_release(slot, l2);
-		atomic64_add(UT_DIR_L2 * sizeof(**slot), &t->dram_bytes);
+		dir_level_set(t, slot, l2);
 	}
 	if ((*slot)[c->id % UT_DIR_L2])
 		return -EEXIST;
@@ -126,22 +133,69 @@ struct ut_chunk *ut_chunk_of(const struct utree *t, u64 off, u32 *slot)
 	return c;
 }
 
+/*
+ * A chunk's DRAM side. Growth runs in a section under alloc_lock and
+ * allocates atomically; when that fails it takes what ut_alloc_reserve()
+ * set aside.
+ */
 static struct ut_chunk *chunk_new_dram(struct utree *t, u64 off, u32 id,
 				       gfp_t gfp)
 {
-	struct ut_chunk *c = kzalloc(sizeof(*c), gfp);
+	struct ut_chunk *c = kzalloc(sizeof(*c), gfp | __GFP_NOWARN);
+	int ret;
 
+	if (!c && !gfpflags_allow_blocking(gfp)) {
+		lockdep_assert_held(&t->alloc_lock);
+		swap(c, t->spare);
+	}
 	if (!c)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	c->off = off;
 	c->id = id;
 	INIT_LIST_HEAD(&c->partial);
-	if (dir_set(t, c, gfp)) {
+	ret = dir_set(t, c, gfp);
+	if (ret) {
 		kfree(c);
-		return NULL;
+		return ERR_PTR(ret);
 	}
 	atomic64_add(sizeof(*c), &t->dram_bytes);
 	return c;
+}
+
+/**
+ * ut_alloc_reserve - set aside what the next chunk growth needs in DRAM
+ *
+ * Its descriptor, and the directory level its id falls in, for when
+ * atomic memory runs out (chunk_new_dram()).
+ * Context: outside any section; may sleep.
+ * Return: 0 or -ENOMEM.
+ */
+int ut_alloc_reserve(struct utree *t)
+{
+	struct ut_chunk *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct ut_chunk **l2 = NULL, ***slot;
+	u32 id = READ_ONCE(t->nr_chunks);
+	int ret = c ? 0 : -ENOMEM;
+
+	if (id >= UT_DIR_MAX)
+		id = UT_DIR_MAX - 1;	/* growth will say -ENOSPC */
+	slot = &t->dir[id / UT_DIR_L2];
+	if (!READ_ONCE(*slot)) {
+		l2 = kcalloc(UT_DIR_L2, sizeof(*l2), GFP_KERNEL);
+		if (!l2)
+			ret = -ENOMEM;
+	}
+	spin_lock(&t->alloc_lock);
+	if (!t->spare)
+		swap(c, t->spare);
+	if (l2 && !*slot) {
+		dir_level_set(t, slot, l2);
+		l2 = NULL;
+	}
+	spin_unlock(&t->alloc_lock);
+	kfree(l2);
+	kfree(c);
+	return ret;
 }
 
 /**
@@ -155,7 +209,7 @@ int ut_chunk_register(struct utree *t, u64 off, u32 id)
 	if (id >= UT_DIR_MAX || ut_chunk_get(t, id))
 		return -EUCLEAN;
 	c = chunk_new_dram(t, off, id, GFP_KERNEL);
-	return c ? 0 : -ENOMEM;
+	return PTR_ERR_OR_ZERO(c);
 }
 
 /* Rebuild free counts and the partial list from the used bitmaps. */
@@ -206,6 +260,8 @@ static int root_init(struct utree *t)
 /*
  * A new node chunk, durably linked into the chunk list before use.
  * Context: alloc_lock held; does not sleep.
+ * Return: the chunk, ERR_PTR(-ENOSPC) (the pool or the directory is
+ * full) or ERR_PTR(-ENOMEM) (atomic DRAM, and nothing reserved).
  */
 static struct ut_chunk *chunk_grow(struct utree *t)
 {
@@ -215,14 +271,15 @@ static struct ut_chunk *chunk_grow(struct utree *t)
 	u64 off;
 
 	if (root_init(t) || t->nr_chunks >= UT_DIR_MAX)
-		return NULL;
+		return ERR_PTR(-ENOSPC);
 	off = pmidx_alloc(a, UT_CHUNK_SIZE);
 	if (!off)
-		return NULL;
-	if ((off - a->data_off) & (UT_CHUNK_SIZE - 1))
-		goto bad;	/* the pool allocator aligns size classes */
-	c = chunk_new_dram(t, off, t->nr_chunks, GFP_ATOMIC);
-	if (!c)
+		return ERR_PTR(-ENOSPC);
+	/* the pool allocator aligns size classes */
+	c = ERR_PTR(-ENOSPC);
+	if (!((off - a->data_off) & (UT_CHUNK_SIZE - 1)))
+		c = chunk_new_dram(t, off, t->nr_chunks, GFP_ATOMIC);
+	if (IS_ERR(c))
 		goto bad;
 	h = pmidx_ptr(t->pm, off);
 	memset(h, 0, sizeof(*h));
@@ -238,16 +295,20 @@ static struct ut_chunk *chunk_grow(struct utree *t)
 	return c;
 bad:
 	pmidx_free(a, off);
-	return NULL;
+	return c;
 }
 
 /* ---- per-CPU caches -------------------------------------------------- */
 
-/* Context: @m->lock held. */
-static void mag_refill(struct utree *t, struct ut_mag *m)
+/*
+ * Context: @m->lock held.
+ * Return: 0, or why no more nodes could be had (chunk_grow()).
+ */
+static int mag_refill(struct utree *t, struct ut_mag *m)
 {
 	struct ut_chunk *c;
 	u32 slot, first = m->n, i;
+	int ret = 0;
 
 	spin_lock(&t->alloc_lock);
 	while (m->n - first < UT_MAG_BATCH) {
@@ -255,8 +316,10 @@ static void mag_refill(struct utree *t, struct ut_mag *m)
 					     partial);
 		if (!c) {
 			c = chunk_grow(t);
-			if (!c)
+			if (IS_ERR(c)) {
+				ret = PTR_ERR(c);
 				break;
+			}
 		}
 		while (c->nfree && m->n - first < UT_MAG_BATCH) {
 			slot = find_next_zero_bit(c->used, UT_CHUNK_NODES, c->hint);
@@ -275,6 +338,7 @@ static void mag_refill(struct utree *t, struct ut_mag *m)
 	/* pop in ascending address order: neighbours in time are in space */
 	for (i = 0; i < (m->n - first) / 2; i++)
 		swap(m->off[first + i], m->off[m->n - 1 - i]);
+	return ret;
 }
 
 /* Return all but @keep cached nodes to their chunks. */
@@ -297,22 +361,27 @@ static void mag_drain(struct utree *t, struct ut_mag *m, u32 keep)
 
 /**
  * ut_node_alloc - a free list node (contents undefined)
+ * @off: its pool offset
  *
  * Context: any, does not sleep.
- * Return: its pool offset, or 0 when the pool is full.
+ * Return: 0; -ENOSPC when the pool is full; -ENOMEM when a new chunk's
+ * DRAM side could not be had atomically (ut_alloc_reserve() may sleep
+ * to make it).
  */
-u64 ut_node_alloc(struct utree *t)
+int ut_node_alloc(struct utree *t, u64 *off)
 {
 	struct ut_mag *m = per_cpu_ptr(t->mag, raw_smp_processor_id());
-	u64 off = 0;
+	int ret = 0;
 
 	spin_lock(&m->lock);
 	if (!m->n)
-		mag_refill(t, m);
-	if (m->n)
-		off = m->off[--m->n];
+		ret = mag_refill(t, m);
+	if (m->n) {
+		*off = m->off[--m->n];
+		ret = 0;
+	}
 	spin_unlock(&m->lock);
-	return off;
+	return ret;
 }
 
 /**
@@ -441,6 +510,8 @@ void ut_alloc_free(struct utree *t)
 		kvfree(t->dir);
 		t->dir = NULL;
 	}
+	kfree(t->spare);
+	t->spare = NULL;
 	free_percpu(t->mag);
 	t->mag = NULL;
 }

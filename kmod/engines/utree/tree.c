@@ -30,8 +30,6 @@
 #include "core/prefetch.h"
 #include "utree.h"
 
-#define UT_BLOCK	sizeof(struct ut_inner)
-
 /* ---- version locks --------------------------------------------------- */
 
 static inline u64 ver_read(u64 *ver)
@@ -66,17 +64,46 @@ static inline void ver_unlock(u64 *ver)
 
 /* ---- memory ---------------------------------------------------------- */
 
-static void *t_alloc(struct utree *t, size_t size, gfp_t gfp)
+/*
+ * Leaves and inner nodes come from their own caches (kmalloc would put a
+ * 1,072-byte leaf in a 2 KiB object), separators of any length from
+ * kmalloc. A split runs inside a section, so it allocates atomically;
+ * when that fails it takes a block of the kind it needs from the stash,
+ * which ut_tree_reserve() refills where it may sleep.
+ */
+static struct kmem_cache *node_cache[UT_MEM_KEY];
+
+#define UT_IKEY_MAX	(sizeof(struct ut_ikey) + PMIDX_KEY_MAX)
+
+static void *mem_alloc(enum ut_mem kind, size_t size, gfp_t gfp)
+{
+	if (kind == UT_MEM_KEY)
+		return kzalloc(size, gfp);
+	return kmem_cache_zalloc(node_cache[kind], gfp);
+}
+
+static void mem_free(enum ut_mem kind, void *p)
+{
+	if (kind == UT_MEM_KEY)
+		kfree(p);
+	else
+		kmem_cache_free(node_cache[kind], p);
+}
+
+static void *t_alloc(struct utree *t, enum ut_mem kind, size_t size,
+		     gfp_t gfp)
 {
 	struct ut_tree *tr = &t->tree;
-	void *p = kzalloc(size, gfp | __GFP_NOWARN);
+	void *p = mem_alloc(kind, size, gfp | __GFP_NOWARN);
+	unsigned int n;
 
 	if (!p && !gfpflags_allow_blocking(gfp)) {
 		spin_lock(&tr->stash_lock);
-		if (tr->nstash) {
+		n = tr->nstash[kind];
+		if (n) {
 			/* WRITE_ONCE: ut_tree_stash_full() reads it unlocked */
-			WRITE_ONCE(tr->nstash, tr->nstash - 1);
-			p = tr->stash[tr->nstash];
+			WRITE_ONCE(tr->nstash[kind], n - 1);
+			p = tr->stash[kind][n - 1];
 		}
 		spin_unlock(&tr->stash_lock);
 		if (p)
@@ -87,12 +114,12 @@ static void *t_alloc(struct utree *t, size_t size, gfp_t gfp)
 	return p;
 }
 
-static void t_free(struct utree *t, void *p, size_t size)
+static void t_free(struct utree *t, enum ut_mem kind, void *p, size_t size)
 {
 	if (!p)
 		return;
 	atomic64_sub(size, &t->dram_bytes);
-	kfree(p);
+	mem_free(kind, p);
 }
 
 /**
@@ -103,31 +130,39 @@ static void t_free(struct utree *t, void *p, size_t size)
 int ut_tree_reserve(struct utree *t)
 {
 	struct ut_tree *tr = &t->tree;
+	enum ut_mem kind;
 	bool full;
 	void *p;
 
-	for (;;) {
-		p = kzalloc(UT_BLOCK, GFP_KERNEL);
-		if (!p)
-			return -ENOMEM;
-		spin_lock(&tr->stash_lock);
-		full = tr->nstash == UT_STASH_MAX;
-		if (!full) {
-			tr->stash[tr->nstash] = p;
-			WRITE_ONCE(tr->nstash, tr->nstash + 1);
-		}
-		spin_unlock(&tr->stash_lock);
-		if (full) {
-			kfree(p);
-			return 0;
+	for (kind = 0; kind < UT_MEM_KINDS; kind++) {
+		for (full = false; !full; ) {
+			/* the size is a separator's: nodes have their cache's */
+			p = mem_alloc(kind, UT_IKEY_MAX, GFP_KERNEL);
+			if (!p)
+				return -ENOMEM;
+			spin_lock(&tr->stash_lock);
+			full = tr->nstash[kind] == UT_STASH_MAX;
+			if (!full) {
+				tr->stash[kind][tr->nstash[kind]] = p;
+				WRITE_ONCE(tr->nstash[kind], tr->nstash[kind] + 1);
+			}
+			spin_unlock(&tr->stash_lock);
+			if (full)
+				mem_free(kind, p);
 		}
 	}
+	return 0;
 }
 
 /* Is the split stash full (what ut_tree_reserve() leaves)? */
 bool ut_tree_stash_full(struct utree *t)
 {
-	return READ_ONCE(t->tree.nstash) == UT_STASH_MAX;
+	enum ut_mem kind;
+
+	for (kind = 0; kind < UT_MEM_KINDS; kind++)
+		if (READ_ONCE(t->tree.nstash[kind]) != UT_STASH_MAX)
+			return false;
+	return true;
 }
 
 static size_t ikey_size(u32 len)
@@ -152,7 +187,7 @@ static struct ut_ikey *ikey_from_ent(struct utree *t, u64 pfx, u64 ent,
 		b = cpu_to_be64(pfx);
 		src = (const u8 *)&b;
 	}
-	ik = t_alloc(t, ikey_size(len), gfp);
+	ik = t_alloc(t, UT_MEM_KEY, ikey_size(len), gfp);
 	if (!ik)
 		return NULL;
 	ik->pfx = pfx;
@@ -164,7 +199,7 @@ static struct ut_ikey *ikey_from_ent(struct utree *t, u64 pfx, u64 ent,
 static void ikey_free(struct utree *t, struct ut_ikey *ik)
 {
 	if (ik)
-		t_free(t, ik, ikey_size(ik->len));
+		t_free(t, UT_MEM_KEY, ik, ikey_size(ik->len));
 }
 
 /* ---- comparisons ----------------------------------------------------- */
@@ -440,6 +475,7 @@ retry:
 static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 		 struct ut_tnode *n, u64 v)
 {
+	enum ut_mem kind = n->leaf ? UT_MEM_LEAF : UT_MEM_INNER;
 	size_t nsize = n->leaf ? sizeof(struct ut_leaf) : sizeof(struct ut_inner);
 	u64 *upper = parent ? &parent->h.version : &t->tree.meta;
 	struct ut_inner *root = NULL;
@@ -449,9 +485,9 @@ static int split(struct utree *t, struct ut_inner *parent, u64 pv, u64 mv,
 	u64 seppfx;
 	int ret = -ENOMEM;
 
-	sib = t_alloc(t, nsize, GFP_ATOMIC);
+	sib = t_alloc(t, kind, nsize, GFP_ATOMIC);
 	if (!parent)
-		root = t_alloc(t, sizeof(*root), GFP_ATOMIC);
+		root = t_alloc(t, UT_MEM_INNER, sizeof(*root), GFP_ATOMIC);
 	if (!sib || (!parent && !root))
 		goto out_free;
 	ret = -EAGAIN;
@@ -535,8 +571,8 @@ out_unlock:
 out_unlock_upper:
 	ver_unlock(upper);
 out_free:
-	t_free(t, sib, nsize);
-	t_free(t, root, sizeof(*root));
+	t_free(t, kind, sib, nsize);
+	t_free(t, UT_MEM_INNER, root, sizeof(*root));
 	return ret;
 }
 
@@ -779,7 +815,7 @@ int ut_build_add(struct utree *t, struct ut_builder *b, u64 pfx, u64 ent)
 	struct ut_leaf *l = b->last;
 
 	if (!l || l->h.count == UT_LEAF_FILL) {
-		l = t_alloc(t, sizeof(*l), GFP_KERNEL);
+		l = t_alloc(t, UT_MEM_LEAF, sizeof(*l), GFP_KERNEL);
 		if (!l)
 			return -ENOMEM;
 		l->h.leaf = 1;
@@ -817,7 +853,7 @@ void ut_build_discard(struct utree *t, struct ut_builder *b)
 
 	for (l = b->first; l; l = next) {
 		next = l->next;
-		t_free(t, l, sizeof(*l));
+		t_free(t, UT_MEM_LEAF, l, sizeof(*l));
 	}
 	memset(b, 0, sizeof(*b));
 }
@@ -864,7 +900,7 @@ int ut_tree_build(struct utree *t, struct ut_builder *b)
 			struct ut_inner *in;
 
 			take = n / groups + (m < n % groups);
-			in = t_alloc(t, sizeof(*in), GFP_KERNEL);
+			in = t_alloc(t, UT_MEM_INNER, sizeof(*in), GFP_KERNEL);
 			if (!in)
 				goto unwind;
 			inners[ni++] = in;
@@ -882,7 +918,7 @@ int ut_tree_build(struct utree *t, struct ut_builder *b)
 			items[m].min = items[i].min;
 		}
 	}
-	t_free(t, t->tree.root, sizeof(struct ut_leaf));
+	t_free(t, UT_MEM_LEAF, t->tree.root, sizeof(struct ut_leaf));
 	t->tree.root = items[0].node;
 	memset(b, 0, sizeof(*b));
 	ret = 0;
@@ -893,7 +929,7 @@ unwind:
 	for (i = 0; i < ni; i++) {
 		for (j = 0; j < inners[i]->h.count; j++)
 			ikey_free(t, inners[i]->key[j]);
-		t_free(t, inners[i], sizeof(*inners[i]));
+		t_free(t, UT_MEM_INNER, inners[i], sizeof(*inners[i]));
 	}
 	for (i = 0; i < nl; i++)
 		ikey_free(t, items[i].min);
@@ -909,11 +945,9 @@ int ut_tree_init(struct utree *t)
 {
 	struct ut_leaf *l;
 
-	BUILD_BUG_ON(sizeof(struct ut_leaf) > UT_BLOCK);
-	BUILD_BUG_ON(sizeof(struct ut_ikey) + PMIDX_KEY_MAX > UT_BLOCK);
 	spin_lock_init(&t->tree.stash_lock);
 	atomic64_set(&t->tree.refill, 0);
-	l = t_alloc(t, sizeof(*l), GFP_KERNEL);
+	l = t_alloc(t, UT_MEM_LEAF, sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;
 	l->h.leaf = 1;
@@ -927,7 +961,7 @@ static void tnode_free(struct utree *t, struct ut_tnode *n)
 	unsigned int i;
 
 	if (n->leaf) {
-		t_free(t, n, sizeof(struct ut_leaf));
+		t_free(t, UT_MEM_LEAF, n, sizeof(struct ut_leaf));
 		return;
 	}
 	in = container_of(n, struct ut_inner, h);
@@ -935,19 +969,46 @@ static void tnode_free(struct utree *t, struct ut_tnode *n)
 		tnode_free(t, in->child[i]);
 	for (i = 0; i < in->h.count; i++)
 		ikey_free(t, in->key[i]);
-	t_free(t, in, sizeof(*in));
+	t_free(t, UT_MEM_INNER, in, sizeof(*in));
 }
 
 /* Context: no concurrent user. */
 void ut_tree_free(struct utree *t)
 {
 	struct ut_tree *tr = &t->tree;
+	enum ut_mem kind;
 
 	if (tr->root)
 		tnode_free(t, tr->root);
 	tr->root = NULL;
-	while (tr->nstash)
-		kfree(tr->stash[--tr->nstash]);
+	for (kind = 0; kind < UT_MEM_KINDS; kind++)
+		while (tr->nstash[kind])
+			mem_free(kind, tr->stash[kind][--tr->nstash[kind]]);
+}
+
+/* Module load: the node caches (engine global_init). */
+int ut_tree_global_init(void)
+{
+	node_cache[UT_MEM_LEAF] = kmem_cache_create("pmidx_ut_leaf",
+						    sizeof(struct ut_leaf), 0,
+						    SLAB_HWCACHE_ALIGN, NULL);
+	if (!node_cache[UT_MEM_LEAF])
+		return -ENOMEM;
+	node_cache[UT_MEM_INNER] = kmem_cache_create("pmidx_ut_inner",
+						     sizeof(struct ut_inner), 0,
+						     SLAB_HWCACHE_ALIGN, NULL);
+	if (!node_cache[UT_MEM_INNER]) {
+		kmem_cache_destroy(node_cache[UT_MEM_LEAF]);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Module unload: every index is closed, so every node is freed. */
+void ut_tree_global_exit(void)
+{
+	kmem_cache_destroy(node_cache[UT_MEM_INNER]);
+	kmem_cache_destroy(node_cache[UT_MEM_LEAF]);
 }
 
 /* ---- verification ---------------------------------------------------- */

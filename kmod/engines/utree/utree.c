@@ -125,6 +125,24 @@ static int backoff(struct utree *t, struct ut_retry *r, bool writer)
 }
 
 /*
+ * A list node's new chunk found atomic memory short: leave the section
+ * to reserve it where we may sleep (before our change, like backoff()),
+ * or refuse a no-wait writer.
+ * Return: 0 (go round again, in a section), -EAGAIN or -ENOMEM.
+ */
+static int alloc_wait(struct utree *t, struct ut_retry *r)
+{
+	int ret;
+
+	if (r->nowait)
+		return -EAGAIN;
+	pmidx_epoch_exit(&t->pool->epoch);
+	ret = ut_alloc_reserve(t);
+	writer_enter(t, false);
+	return ret;
+}
+
+/*
  * Publish a committed node in the tree. Without atomic memory for a
  * split, leave the section to refill the stash; the node is safe
  * meanwhile (only we can reach it through the tree, and nobody unlinks a
@@ -257,17 +275,17 @@ static int put_replace(struct utree *t, const struct ut_skey *k, u64 pred,
 	u32 meta = le32_to_cpu(c->meta);
 	__le64 *pw = ut_nextw(t, pred);
 	u64 pwv;
+	int ret;
 
 	if (!ut_cas(&c->next, w, w | UT_NEXT_DEL)) {
 		p->retry.changed = true;
 		return -EAGAIN;
 	}
 	pmidx_lose_ok(t->pm, &c->next, sizeof(c->next));	/* see Delete */
-	if (!p->node)
-		p->node = ut_node_alloc(t);
-	if (!p->node) {
+	ret = p->node ? 0 : ut_node_alloc(t, &p->node);
+	if (ret) {
 		ut_unmark(t, c);
-		return -ENOSPC;
+		return ret;
 	}
 	ut_node_init(t, p->node, c->key, p->vword,
 		     ut_meta_make(ut_meta_klen(meta), vlen,
@@ -316,10 +334,12 @@ static int put_insert(struct utree *t, const struct ut_skey *k, u64 pred,
 	} else {
 		memcpy(&kword, k->key, k->len);
 	}
-	if (!p->node)
-		p->node = ut_node_alloc(t);
-	if (!p->node)
-		return -ENOSPC;
+	if (!p->node) {
+		int ret = ut_node_alloc(t, &p->node);
+
+		if (ret)
+			return ret;
+	}
 	ut_node_init(t, p->node, kword, p->vword,
 		     ut_meta_make(k->len, vlen, k->len > UT_INLINE_MAX,
 				  vlen > UT_INLINE_MAX), succ);
@@ -404,9 +424,12 @@ static int ut_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 				ret = put_replace(t, &k, pred, cur, w, vlen, &p);
 		}
 		/* one ut_retry_note() per failed round, by the failing step */
-		if (ret != -EAGAIN)
+		if (ret == -EAGAIN)
+			ret = backoff(t, &p.retry, true);
+		else if (ret == -ENOMEM)
+			ret = alloc_wait(t, &p.retry);
+		else
 			break;
-		ret = backoff(t, &p.retry, true);
 		if (ret)
 			break;
 	}
@@ -801,6 +824,8 @@ const struct pmidx_engine_ops pmidx_utree_ops = {
 	.id		= PMIDX_ENGINE_UTREE,
 	.name		= "utree",
 	.flags		= PMIDX_ENGINE_F_NOWAIT,
+	.global_init	= ut_tree_global_init,
+	.global_exit	= ut_tree_global_exit,
 	.open		= ut_open,
 	.close		= ut_close,
 	.destroy	= ut_destroy,

@@ -160,23 +160,32 @@ struct ut_inner {
 	struct ut_tnode	*child[UT_INNER_CAP + 1];
 };
 
+/* What the tree allocates: nodes from their caches, separators kmalloc'd */
+enum ut_mem {
+	UT_MEM_LEAF,
+	UT_MEM_INNER,
+	UT_MEM_KEY,
+	UT_MEM_KINDS
+};
+
 /**
  * struct ut_tree - the volatile B+-tree
  * @meta:       version lock guarding @root
  * @root:       root node (a leaf while the tree is small)
  * @refill:     bumped by every leaf split and insert into an empty leaf
  *              (struct ut_leaf, @left)
- * @stash_lock: protects @stash
- * @stash:      blocks allocated in sleepable context for splits that
- *              run out of atomic memory
+ * @stash_lock: protects @stash and @nstash
+ * @stash:      blocks of each kind allocated in sleepable context, for
+ *              splits that run out of atomic memory (a separator's block
+ *              fits the longest key)
  */
 struct ut_tree {
 	u64			meta;
 	struct ut_tnode		*root;
 	atomic64_t		refill;
 	spinlock_t		stash_lock;
-	unsigned int		nstash;
-	void			*stash[UT_STASH_MAX];
+	unsigned int		nstash[UT_MEM_KINDS];
+	void			*stash[UT_MEM_KINDS][UT_STASH_MAX];
 };
 
 /* Copy of one leaf, taken under its version, for scans. */
@@ -232,6 +241,8 @@ struct ut_pcpu {
  *               lazy first-use initialisation of the root
  * @dir:         chunk id -> DRAM chunk, two levels of UT_DIR_L2
  * @nr_chunks:   ids in use (directory bound)
+ * @spare:       a chunk's DRAM side set aside where we could sleep, for
+ *               a growth that finds atomic memory short (alloc.c)
  * @trackers:    the pmem tracker table, NULL until the first chunk
  * @gate:        held by the checker; with @frozen it keeps writers out
  * @stragglers:  writers that left their section with a committed list
@@ -250,6 +261,7 @@ struct utree {
 	struct ut_chunk			***dir;
 	u32				nr_chunks;
 	u32				live_chunks;
+	struct ut_chunk			*spare;
 	struct ut_mag __percpu		*mag;
 	struct ut_trackers		*trackers;
 	atomic_t			tracker_seq;
@@ -343,6 +355,8 @@ int ut_val_copy(const struct utree *t, const struct ut_val *v, void *dst,
 
 /* ---- tree.c ---------------------------------------------------------- */
 
+int ut_tree_global_init(void);
+void ut_tree_global_exit(void);
 int ut_tree_init(struct utree *t);
 void ut_tree_free(struct utree *t);
 int ut_tree_reserve(struct utree *t);
@@ -368,7 +382,8 @@ int ut_tree_verify(struct utree *t, u64 *entries, const char **why);
 bool ut_in_data(const struct utree *t, u64 off, u64 size);
 int ut_alloc_init(struct utree *t);
 void ut_alloc_free(struct utree *t);
-u64 ut_node_alloc(struct utree *t);
+int ut_node_alloc(struct utree *t, u64 *off);
+int ut_alloc_reserve(struct utree *t);
 void ut_node_free(struct utree *t, u64 off);
 void ut_node_retire(struct utree *t, u64 off);
 struct ut_chunk *ut_chunk_of(const struct utree *t, u64 off, u32 *slot);

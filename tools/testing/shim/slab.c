@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include <linux/bitmap.h>
 #include <linux/bug.h>
+#include <linux/cache.h>
 #include <linux/kernel.h>
 #include <linux/lockdep.h>
 #include <linux/percpu.h>
@@ -204,9 +205,16 @@ void bitmap_free(const unsigned long *bitmap)
 
 /* ---- kmem_cache -------------------------------------------------------------- */
 
+/*
+ * Objects are aligned as the kernel's slab aligns them (SLAB_HWCACHE_ALIGN:
+ * a cache line), and each is preceded by a word naming its cache, so that
+ * freeing one into another cache WARNs and a kfree() of one (which the
+ * engines must not rely on) fails in free().
+ */
 struct kmem_cache {
 	const char	*name;
 	unsigned int	size;
+	unsigned int	align;		/* also the header before each object */
 	void		(*ctor)(void *);
 	long		live;
 };
@@ -219,8 +227,11 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 
 	if (!s)
 		return NULL;
+	if (flags & SLAB_HWCACHE_ALIGN)
+		align = max(align, (unsigned int)L1_CACHE_BYTES);
 	s->name = name;
 	s->size = size;
+	s->align = max_t(unsigned int, align, 2 * sizeof(void *));
 	s->ctor = ctor;
 	return s;
 }
@@ -234,12 +245,24 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	kfree(s);
 }
 
+static struct kmem_cache **obj_owner(void *p)
+{
+	return (struct kmem_cache **)p - 1;
+}
+
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
-	void *p = kmalloc(s->size, flags);
+	void *raw, *p;
 
-	if (!p)
+	if (alloc_should_fail(flags))
 		return NULL;
+	if (posix_memalign(&raw, s->align, s->align + s->size))
+		return NULL;
+	p = (u8 *)raw + s->align;
+	*obj_owner(p) = s;
+	if (flags & __GFP_ZERO)
+		memset(p, 0, s->size);
+	__atomic_fetch_add(&kmalloc_live, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->live, 1, __ATOMIC_RELAXED);
 	if (s->ctor)
 		s->ctor(p);
@@ -250,8 +273,12 @@ void kmem_cache_free(struct kmem_cache *s, void *p)
 {
 	if (!p)
 		return;
+	if (WARN(*obj_owner(p) != s, "%s %s: object of %s", __func__,
+		 s->name, (*obj_owner(p))->name))
+		return;
+	__atomic_fetch_sub(&kmalloc_live, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&s->live, 1, __ATOMIC_RELAXED);
-	kfree(p);
+	free((u8 *)p - s->align);
 }
 
 /* ---- per-CPU memory ------------------------------------------------------------ */
