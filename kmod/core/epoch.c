@@ -18,7 +18,10 @@
  * as many failures in a row as the list has free slots fill it. A full
  * list outside a section waits for a barrier; inside one (where waiting
  * would wait for ourselves) it frees what the epochs allow, and only if
- * that frees nothing is the object abandoned (pmidx_epoch_retire_fn()).
+ * that frees nothing is the object abandoned (pmidx_epoch_retire_fn()),
+ * and counted in @abandoned: the owner of a pool object makes the next
+ * attach trace (pmidx_pool_close(), ccl's own epoch), a DRAM object's
+ * memory is lost.
  */
 #include <linux/errno.h>
 #include <linux/sched.h>
@@ -219,7 +222,7 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 		 * clean detach so the next attach traces and reclaims it
 		 * (see pmidx_pool_close()). A DRAM object is lost.
 		 */
-		WRITE_ONCE(e->abandoned, true);
+		atomic_long_inc(&e->abandoned);
 		return;
 	}
 	l = &c->items[c->nr++];

@@ -20,7 +20,7 @@ struct pmidx_epoch {
 	void				(*free_fn)(void *ctx, u64 obj);
 	void				*ctx;
 	spinlock_t			advance_lock;
-	bool				abandoned;	/* an object could not be retired */
+	atomic_long_t			abandoned;	/* objects that could not be retired */
 };
 
 int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),

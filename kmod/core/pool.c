@@ -462,7 +462,7 @@ void pmidx_pool_close(struct pmidx_pool *pool)
 	mutex_lock(&pool->lock);
 	pmidx_index_table_unload(pool, !pool->needs_trace);
 	/* an abandoned retiree must be found by the next attach's trace */
-	clean = !pool->needs_trace && !READ_ONCE(pool->epoch.abandoned);
+	clean = !pool->needs_trace && !atomic_long_read(&pool->epoch.abandoned);
 	pmidx_epoch_destroy(&pool->epoch);
 	if (clean) {
 		pmidx_alloc_writeback(&pool->alloc);

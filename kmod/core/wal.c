@@ -81,6 +81,7 @@
  * sleep between chunks.
  */
 #include <linux/bitmap.h>
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/minmax.h>
 #include <linux/sched.h>
@@ -203,11 +204,15 @@ static void chunk_prepare(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 				     2 * PMIDX_WAL_ENT_SIZE);
 }
 
-/* A new chunk with a directory slot in state @state, or NULL. */
+/*
+ * A new chunk with a directory slot in state @state.
+ * Return: the chunk, ERR_PTR(-ENOMEM) (its DRAM side: atomic unless
+ * @can_sleep) or ERR_PTR(-ENOSPC) (the pool, or the directory, is full).
+ */
 static struct pmidx_wal_chunk *chunk_new(struct pmidx_wal *w, u64 state,
 					 bool can_sleep)
 {
-	gfp_t gfp = can_sleep ? GFP_KERNEL : GFP_ATOMIC;
+	gfp_t gfp = can_sleep ? GFP_KERNEL : GFP_ATOMIC | __GFP_NOWARN;
 	struct pmidx_alloc *a = &w->pool->alloc;
 	struct pmidx_wal_chunk *c;
 	unsigned long slot;
@@ -215,7 +220,7 @@ static struct pmidx_wal_chunk *chunk_new(struct pmidx_wal *w, u64 state,
 
 	c = kzalloc(sizeof(*c), gfp);
 	if (!c)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	off = pmidx_alloc(a, w->chunk_size);
 	if (!off && w->chunk_size > PMIDX_WAL_MIN_CHUNK)
 		off = pmidx_alloc(a, PMIDX_WAL_MIN_CHUNK);
@@ -248,10 +253,10 @@ static struct pmidx_wal_chunk *chunk_new(struct pmidx_wal *w, u64 state,
 
 err_free:
 	kfree(c);
-	return NULL;
+	return ERR_PTR(-ENOSPC);
 }
 
-/* Take a chunk for @side: a free one if any, else a new one. */
+/* Take a chunk for @side: a free one if any, else a new one (chunk_new()). */
 static struct pmidx_wal_chunk *chunk_get(struct pmidx_wal *w,
 					 unsigned int side)
 {
@@ -272,8 +277,8 @@ static struct pmidx_wal_chunk *chunk_get(struct pmidx_wal *w,
 	spin_unlock(&w->lock);
 
 	c = chunk_new(w, state, false);
-	if (!c)
-		return NULL;
+	if (IS_ERR(c))
+		return c;
 	spin_lock(&w->lock);
 	list_add_tail(&c->node, &w->used[side]);
 	spin_unlock(&w->lock);
@@ -288,8 +293,9 @@ static struct pmidx_wal_chunk *chunk_get(struct pmidx_wal *w,
  * The entry is persistent when this returns 0.
  *
  * Context: any; does not sleep.
- * Return: 0, -ENOSPC when no chunk can be had, -EOVERFLOW when @ts does
- * not fit the entry.
+ * Return: 0; -ENOSPC when the pool has no room for a new chunk; -ENOMEM
+ * when its DRAM side could not be had atomically (pmidx_wal_reserve()
+ * sleeps to make one ready); -EOVERFLOW when @ts does not fit the entry.
  */
 int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		     u64 ts, u8 flags)
@@ -310,11 +316,12 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 	c = pc->cur[side];
 	if (!c || c->used + PMIDX_WAL_ENT_SIZE > c->size) {
 		c = chunk_get(w, side);
-		pc->cur[side] = c;
-		if (!c) {
-			ret = -ENOSPC;
+		if (IS_ERR(c)) {
+			pc->cur[side] = NULL;
+			ret = PTR_ERR(c);
 			goto out;
 		}
+		pc->cur[side] = c;
 	}
 	e = pmidx_ptr(&w->pool->pm, c->off + c->used);
 	pmidx_wal_ent_encode(e, w0, w1, ts, flags, c->gen);
@@ -509,7 +516,7 @@ void pmidx_wal_retire(struct pmidx_wal *w, u64 off)
  * Lets the appenders (which must not sleep) find chunks ready.
  *
  * Context: process context; sleeps.
- * Return: 0 or -ENOSPC.
+ * Return: 0, -ENOSPC or -ENOMEM.
  */
 int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n)
 {
@@ -524,8 +531,8 @@ int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n)
 		}
 		spin_unlock(&w->lock);
 		c = chunk_new(w, PMIDX_WAL_SLOT_FREE, true);
-		if (!c)
-			return -ENOSPC;
+		if (IS_ERR(c))
+			return PTR_ERR(c);
 		spin_lock(&w->lock);
 		list_add_tail(&c->node, &w->free);
 		w->nfree++;

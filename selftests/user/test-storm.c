@@ -366,7 +366,7 @@ static void storm_epoch_memory_short(void)
 		shim_fail_alloc_nth(0);
 	}
 	pmidx_epoch_exit(&e);
-	UT_ASSERT(!e.abandoned);
+	UT_ASSERT(!atomic_long_read(&e.abandoned));
 	pmidx_epoch_barrier(&e);
 	UT_EQ(freed, MS_OBJS);
 	pmidx_epoch_destroy(&e);

@@ -149,9 +149,17 @@ int ccl_res_fill(struct ccl_tree *t, struct ccl_res *res)
 {
 	struct ccl_stash st = { .cnt = 0 };
 	unsigned int want = res->want_in;
+	int ret;
 
 	if (++res->tries > 16)
 		return -ENOMEM;
+	if (res->want_log) {
+		/* -ENOSPC: the pool is full after all (write_kv() collects) */
+		ret = pmidx_wal_reserve(t->wal, 1);
+		if (ret)
+			return ret;
+		res->want_log = false;
+	}
 	if (res->want_bn && !res->bn)
 		res->bn = ccl_bnode_alloc(t, GFP_KERNEL);
 	if (res->want_fence && !res->fence)
@@ -292,6 +300,9 @@ static void tree_free(struct ccl_tree *t)
 	while (t->nspare)
 		kfree(t->spare[--t->nspare]);
 	pmidx_wal_close(t->wal);
+	/* a blob abandoned in a section: the next attach's trace frees it */
+	if (atomic_long_read(&t->epoch.abandoned))
+		t->pool->needs_trace = true;
 	pmidx_epoch_destroy(&t->epoch);
 	free_percpu(t->st);
 	kvfree(t->sbuf);
@@ -631,6 +642,11 @@ static int do_write(struct ccl_tree *t, struct ccl_wreq *r)
 		pmidx_epoch_exit(&t->epoch);
 		if (ret == CCL_RETRY)
 			continue;
+		/* atomic memory short (the log's chunk, a split's arrays) */
+		if (ret == -ENOMEM) {
+			res.want_log = true;
+			ret = CCL_NEEDRES;
+		}
 		if (ret != CCL_NEEDRES)
 			break;
 		ret = -EAGAIN;		/* nothing changed yet (ccl_buf_write) */

@@ -270,12 +270,14 @@ struct ccl_inode {
  * @fence:   a spare fence with room for PMIDX_KEY_MAX bytes
  * @want_bn, @want_fence: the splitter could not get one
  * @want_in: spare inner nodes the splitter wants in t->spare
+ * @want_log: a log chunk could not get its DRAM side atomically (the log
+ *           answered -ENOMEM): make one ready (pmidx_wal_reserve())
  * @tries:   rounds so far, to give up under lasting memory pressure
  */
 struct ccl_res {
 	struct ccl_bnode	*bn;
 	struct ccl_fence	*fence;
-	bool			want_bn, want_fence;
+	bool			want_bn, want_fence, want_log;
 	unsigned int		want_in;
 	unsigned int		tries;
 };

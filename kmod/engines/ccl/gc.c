@@ -97,6 +97,11 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 			t->gc_full_flushes++;
 			return ccl_flush(t, b, h, NULL, 0, c->res);
 		}
+		/* no chunk in atomic memory: the walk reserves one, calls again */
+		if (ret == -ENOMEM) {
+			c->res->want_log = true;
+			return CCL_NEEDRES;
+		}
 		if (ret)
 			return ret;
 		*h = bn_set_ebit(*h, i, c->side);

@@ -381,6 +381,9 @@ static int lodge_write_room(struct lodge *t, const u8 *k, u32 klen,
 	/* no atomic memory under a node's lock: the blocking run may find it */
 	if (nowait && (ret == -ENOSPC || ret == -ENOMEM))
 		return -EAGAIN;
+	/* a new log's DRAM side, made here once (other -ENOMEMs stand) */
+	if (ret == -ENOMEM && !lodge_log_reserve(t))
+		ret = lodge_write(t, k, klen, v, vlen, tomb, insert, false);
 	if (ret != -ENOSPC)
 		return ret;
 	drain(t, true);
@@ -619,6 +622,7 @@ static void teardown(struct lodge *t)
 		kfree(v);
 	lodge_tree_free(t);
 	lodge_log_free_all(t, false);
+	kfree(t->spare_log);
 	kvfree(t->dir_map);
 	free_percpu(t->parts);
 	free_percpu(t->st);

@@ -182,7 +182,9 @@ struct lodge_pcpu {
  * @tree:      see "Locking"; protects @top, @height, @ready
  * @seq:       last log sequence handed out (the global counter of §III-C)
  * @parts:     per-CPU log partitions
- * @log_lock:  protects @logs, @dir_map, @nlogs, @next_ver
+ * @log_lock:  protects @logs, @dir_map, @nlogs, @next_ver, @spare_log
+ * @spare_log: a log's DRAM side made where a writer could sleep, for a
+ *             new log that finds atomic memory short (pvl.c)
  * @drain:     one writer at a time drains old logs (lodge.c)
  */
 struct lodge {
@@ -205,6 +207,7 @@ struct lodge {
 	struct lodge_dir	*dir;
 	spinlock_t		log_lock;
 	struct list_head	logs;
+	struct lodge_vlog	*spare_log;
 	struct list_head	dead;		/* unnamed logs to free after open */
 	unsigned long		*dir_map;
 	u32			nlogs;
@@ -255,6 +258,7 @@ extern unsigned int lodge_log_max, lodge_recovery_threads;
 extern bool lodge_multi_split;
 
 /* pvl.c */
+int lodge_log_reserve(struct lodge *t);
 int lodge_log_append(struct lodge *t, u8 flags, const u8 *k, u32 klen,
 		     const u8 *v, u32 vlen, struct lodge_vlog **vl, u64 *rec,
 		     u64 *seq);

@@ -35,7 +35,9 @@ static struct lodge_vlog *log_new(struct lodge *t, u32 size, u32 part)
 	slot = find_first_zero_bit(t->dir_map, LODGE_DIR_SLOTS);
 	if (slot >= LODGE_DIR_SLOTS)
 		return ERR_PTR(-ENOSPC);
-	v = kzalloc(sizeof(*v), GFP_ATOMIC);
+	v = kzalloc(sizeof(*v), GFP_ATOMIC | __GFP_NOWARN);
+	if (!v)
+		swap(v, t->spare_log);
 	if (!v)
 		return ERR_PTR(-ENOMEM);
 	off = pmidx_alloc(&t->pool->alloc, size);
@@ -99,6 +101,25 @@ void lodge_log_put(struct lodge *t, struct lodge_vlog *v)
 	if (!READ_ONCE(v->bad))
 		pmidx_free(&t->pool->alloc, v->off);
 	kfree(v);
+}
+
+/**
+ * lodge_log_reserve - make a new log's DRAM side ready for log_new()
+ *
+ * Context: may sleep (a blocking write whose append answered -ENOMEM).
+ * Return: 0 or -ENOMEM.
+ */
+int lodge_log_reserve(struct lodge *t)
+{
+	struct lodge_vlog *v = kzalloc(sizeof(*v), GFP_KERNEL);
+
+	if (!v)
+		return -ENOMEM;
+	spin_lock(&t->log_lock);
+	swap(v, t->spare_log);
+	spin_unlock(&t->log_lock);
+	kfree(v);	/* NULL, or the spare already there */
+	return 0;
 }
 
 /*

@@ -17,7 +17,9 @@
  * from them (an insert that fits its array allocates nothing at all); a
  * reserve below PFART_RES_LOW is refilled before the next SMO's section,
  * under @smo, outside any lock. An SMO that empties one (a split into
- * many groups) allocates the rest directly, GFP_ATOMIC. A reserve array
+ * many groups) allocates the rest directly, GFP_ATOMIC; when that fails
+ * (-ENOMEM, nothing changed) the class's @boost doubles its next target
+ * and pfart.c's smo_put() runs the SMO again. A reserve array
  * is named by nothing: a crash frees it through the recovery trace, a
  * clean close frees it.
  */
@@ -149,24 +151,28 @@ void pfart_meta_free(struct pfart *t, struct pfart_meta *m)
 
 /* ---- leaf arrays: allocation, retirement ------------------------------------ */
 
-/* A zeroed leaf array written back (the caller fences), with metadata. */
-static u64 leaf_alloc(struct pfart *t, u8 klass, struct pfart_meta **m,
-		      gfp_t gfp)
+/*
+ * A zeroed leaf array *@off written back (the caller fences), with its
+ * metadata *@m. Return: 0, -ENOSPC (the pool is full) or -ENOMEM (the
+ * metadata's DRAM, atomic unless @gfp may sleep).
+ */
+static int leaf_alloc(struct pfart *t, u8 klass, u64 *off,
+		      struct pfart_meta **m, gfp_t gfp)
 {
 	u32 size = pfart_leaf_size(klass);
-	u64 off = pmidx_alloc(&t->pool->alloc, size);
 
-	if (!off)
-		return 0;
-	*m = pfart_meta_alloc(t, klass, gfp);
-	if (!*m || pfart_mdir_ensure(t, off, gfp)) {
+	*off = pmidx_alloc(&t->pool->alloc, size);
+	if (!*off)
+		return -ENOSPC;
+	*m = pfart_meta_alloc(t, klass, gfp | __GFP_NOWARN);
+	if (!*m || pfart_mdir_ensure(t, *off, gfp | __GFP_NOWARN)) {
 		pfart_meta_free(t, *m);
-		pmidx_free(&t->pool->alloc, off);
-		return 0;
+		pmidx_free(&t->pool->alloc, *off);
+		return -ENOMEM;
 	}
-	memset(pfart_ptr(t, off), 0, size);
-	pfart_wb(t, pfart_ptr(t, off), size);
-	return off;
+	memset(pfart_ptr(t, *off), 0, size);
+	pfart_wb(t, pfart_ptr(t, *off), size);
+	return 0;
 }
 
 /*
@@ -180,22 +186,33 @@ int pfart_reserve_fill(struct pfart *t)
 {
 	struct pfart_meta *m;
 	bool added = false;
-	int k, ret = 0;
+	int k, err, ret = 0;
 	u64 off;
 
 	lockdep_assert_held(&t->smo);
 	for (k = 0; k < PFART_NR_CLASSES; k++) {
 		struct pfart_reserve *r = &t->res[k];
 		bool huge = k > t->max_class;
-		u32 target = huge ? PFART_RES_HUGE : PFART_RES_TARGET;
+		u32 target = (huge ? PFART_RES_HUGE : PFART_RES_TARGET) << r->boost;
+		struct pfart_spare *s;
 
-		if (huge ? r->n || !r->wanted : r->n >= PFART_RES_LOW)
+		if (!r->boost &&
+		    (huge ? r->n || !r->wanted : r->n >= PFART_RES_LOW))
 			continue;
+		if (r->cap < target) {
+			s = krealloc_array(r->s, target, sizeof(*s), GFP_KERNEL);
+			if (!s) {
+				ret = -ENOMEM;
+				continue;
+			}
+			r->s = s;
+			r->cap = target;
+		}
 		while (r->n < target) {
-			off = leaf_alloc(t, k, &m, GFP_KERNEL);
-			if (!off) {
+			err = leaf_alloc(t, k, &off, &m, GFP_KERNEL);
+			if (err) {
 				if (!r->n && !huge)
-					ret = -ENOSPC;
+					ret = err;
 				break;
 			}
 			r->s[r->n].off = off;
@@ -210,7 +227,21 @@ int pfart_reserve_fill(struct pfart *t)
 	return ret;
 }
 
-/* Clean close, drop-index: the reserves go back to the allocator. */
+/*
+ * An SMO got through (or failed for another reason): back to the normal
+ * targets. What a boosted fill added is taken before the next refill.
+ * Context: under @smo.
+ */
+void pfart_reserve_settle(struct pfart *t)
+{
+	int k;
+
+	lockdep_assert_held(&t->smo);
+	for (k = 0; k < PFART_NR_CLASSES; k++)
+		t->res[k].boost = 0;
+}
+
+/* Clean close, drop-index, teardown: the reserves go back to the allocator. */
 void pfart_reserve_drain(struct pfart *t)
 {
 	int k;
@@ -223,6 +254,9 @@ void pfart_reserve_drain(struct pfart *t)
 			pfart_meta_free(t, r->s[r->n].m);
 			pmidx_free(&t->pool->alloc, r->s[r->n].off);
 		}
+		kfree(r->s);
+		r->s = NULL;
+		r->cap = 0;
 	}
 }
 
@@ -230,13 +264,16 @@ void pfart_reserve_drain(struct pfart *t)
  * A zeroed leaf array of class @klass with its metadata (*@m, installed in
  * the directory), from the reserve, else allocated here. Context: SMO
  * (under @smo, inside a section): the fence of the SMO's batch covers a
- * direct allocation's write-back. Return: NULL when the pool is full.
+ * direct allocation's write-back. Return: the array, ERR_PTR(-ENOSPC)
+ * when the pool is full, ERR_PTR(-ENOMEM) when atomic memory is short
+ * (the class is marked wanted: pfart_reserve_fill() then fills it).
  */
 struct pfart_leaf *pfart_leaf_take(struct pfart *t, u8 klass,
 				   struct pfart_meta **m)
 {
 	struct pfart_reserve *r = &t->res[klass];
 	u64 off;
+	int ret;
 
 	lockdep_assert_held(&t->smo);
 	if (r->n) {
@@ -246,9 +283,11 @@ struct pfart_leaf *pfart_leaf_take(struct pfart *t, u8 klass,
 		pfart_stat_inc(t, res_takes);
 	} else {
 		r->wanted = true;
-		off = leaf_alloc(t, klass, m, GFP_ATOMIC);
-		if (!off)
-			return NULL;
+		ret = leaf_alloc(t, klass, &off, m, GFP_ATOMIC);
+		if (ret == -ENOMEM && r->boost < PFART_RES_BOOST_MAX)
+			r->boost++;
+		if (ret)
+			return ERR_PTR(ret);
 		pfart_stat_inc(t, direct_allocs);
 	}
 	pfart_meta_set(t, off, *m);

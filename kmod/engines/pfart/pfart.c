@@ -123,17 +123,28 @@ static int gave_up(struct pfart *t, int ret)
 /*
  * Run an SMO under @smo, the reserves filled first (bulk allocation, out
  * of any section). Called and returns inside a writer section; leaves it
- * meanwhile (the mutex and the refill sleep), holding no lock.
+ * meanwhile (the mutex and the refill sleep), holding no lock. An SMO
+ * that found atomic memory short for an array the reserves lacked
+ * changed nothing and marked its class wanted: it runs again after a
+ * refill, a few times (one SMO may take more arrays than a reserve
+ * holds), then answers -ENOMEM.
  */
 static int smo_put(struct pfart *t, struct pfart_put *pp)
 {
-	int ret;
+	int ret, tries = 0;
 
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_lock(&t->smo);
-	pfart_reserve_fill(t);	/* short: the SMO allocates what it lacks */
-	pfart_writer_enter(t, false);
-	ret = pfart_smo_put(t, pp);
+	for (;;) {
+		/* short: the SMO allocates what it lacks */
+		pfart_reserve_fill(t);
+		pfart_writer_enter(t, false);
+		ret = pfart_smo_put(t, pp);
+		if (ret != -ENOMEM || ++tries == PFART_SMO_MEM_TRIES)
+			break;
+		pmidx_epoch_exit(&t->pool->epoch);
+	}
+	pfart_reserve_settle(t);
 	/* in the section of the commit: a CHECK counts what it sees */
 	if (!ret && pp->added)
 		pfart_stat_inc(t, keys);
@@ -154,7 +165,8 @@ static void smo_prune(struct pfart *t, const u8 *key, u32 klen)
 	ret = pfart_smo_prune(t, key, klen);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
-	if (ret && ret != -ENOSPC)
+	/* space given back later, once there is memory to rebuild with */
+	if (ret && ret != -ENOSPC && ret != -ENOMEM)
 		pr_warn_ratelimited("pmidx: pfart index %s: prune failed: %d\n",
 				    t->idx->name, ret);
 }

@@ -83,6 +83,8 @@ extern unsigned int pfart_leaf_bytes;
 #define PFART_RES_TARGET	16	/* leaf arrays kept per size class */
 #define PFART_RES_LOW		8	/* refill below this */
 #define PFART_RES_HUGE		4	/* the same above leaf_max, once wanted */
+#define PFART_RES_BOOST_MAX	5	/* reserve doublings under memory pressure */
+#define PFART_SMO_MEM_TRIES	8	/* SMO rounds short of atomic memory */
 #define PFART_MAX_ENTRIES	511	/* entries of one leaf array */
 #define PFART_ENTRIES_LEAF_MAX	255	/* ... of one of leaf_max or less */
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)
@@ -150,12 +152,15 @@ struct pfart_spare {
 /*
  * Per size class; taken and refilled under pfart.smo only. A class above
  * leaf_max is kept only once an SMO wanted one (@wanted): most indexes
- * never build one.
+ * never build one. @boost doubles the target while SMOs fail short of
+ * atomic memory for more arrays than it holds (pfart.c, smo_put());
+ * @s grows to fit (@cap entries).
  */
 struct pfart_reserve {
-	u32			n;
+	u32			n, cap;
+	u8			boost;
 	bool			wanted;
-	struct pfart_spare	s[PFART_RES_TARGET];
+	struct pfart_spare	*s;
 };
 
 struct pfart_pcpu {
@@ -364,6 +369,7 @@ int pfart_mdir_ensure(struct pfart *t, u64 off, gfp_t gfp);
 int pfart_mdir_init(struct pfart *t);
 void pfart_mdir_free(struct pfart *t);
 int pfart_reserve_fill(struct pfart *t);
+void pfart_reserve_settle(struct pfart *t);
 void pfart_reserve_drain(struct pfart *t);
 struct pfart_leaf *pfart_leaf_take(struct pfart *t, u8 klass,
 				   struct pfart_meta **m);

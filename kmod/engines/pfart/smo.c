@@ -68,17 +68,18 @@ static u32 rec_sum(const struct pfart_rec *r, u32 n)
 
 /* ---- build: new subtrees out of sorted records ------------------------------ */
 
-static u64 build_leaf(struct pfart *t, int k, const struct pfart_rec *r, u32 n,
-		      u32 depth)
+static int build_leaf(struct pfart *t, int k, const struct pfart_rec *r,
+		      u32 n, u32 depth, u64 *off)
 {
 	struct pfart_meta *m;
 	struct pfart_leaf *l = pfart_leaf_take(t, k, &m);
 
-	if (!l)
-		return 0;
+	if (IS_ERR(l))
+		return PTR_ERR(l);
 	pfart_leaf_init(t, l, k, depth, r[0].key);
 	pfart_leaf_fill(t, l, m, r, n);
-	return pfart_off(t, l);
+	*off = pfart_off(t, l);
+	return 0;
 }
 
 /*
@@ -178,32 +179,38 @@ static void drop_built(struct pfart *t, u64 off)
  * with a quarter free, or one above leaf_max when an inner node would
  * scatter them (split_scatters()), else an inner node and so on below.
  * Everything is written back, nothing fenced, nothing reachable.
- * Return: 0 with *@out, or -ENOSPC (the pool is full; all dropped).
+ * Return: 0 with *@out, or (all dropped) -ENOSPC when the pool is full,
+ * -ENOMEM when a leaf array's metadata found atomic memory short.
  */
 static int build(struct pfart *t, u32 n, u32 depth, u64 *out)
 {
 	struct pfart_scratch *sc = t->scr;
 	u32 ntask = 0, nbuilt = 0, i;
+	int ret;
 
 	sc->task[ntask++] = (struct pfart_task){ 0, n, depth, NULL };
 	while (ntask) {
 		struct pfart_task tk = sc->task[--ntask];
 		u32 cnt = tk.hi - tk.lo, bytes = rec_sum(&sc->rec[tk.lo], cnt);
 		int k = class_for(t, bytes, cnt, false);
-		u64 off;
+		u64 off = 0;
 
 		if (k < 0 && cnt > 1 && split_scatters(sc, &tk))
 			k = class_for(t, bytes, cnt, true);
-		if (k >= 0)
-			off = build_leaf(t, k, &sc->rec[tk.lo], cnt, tk.depth);
-		else
+		if (k >= 0) {
+			ret = build_leaf(t, k, &sc->rec[tk.lo], cnt, tk.depth,
+					 &off);
+		} else {
 			off = build_inner(t, &tk, &ntask);
-		if (!off)
+			ret = off ? 0 : -ENOSPC;
+		}
+		if (ret)
 			goto fail;
 		if (k > t->max_class)
 			pfart_stat_inc(t, dense_builds);
 		if (nbuilt == PFART_BUILD_MAX) {
 			drop_built(t, off);
+			ret = -ENOSPC;
 			goto fail;
 		}
 		sc->built[nbuilt++] = off;
@@ -220,7 +227,7 @@ static int build(struct pfart *t, u32 n, u32 depth, u64 *out)
 fail:
 	for (i = 0; i < nbuilt; i++)
 		drop_built(t, sc->built[i]);
-	return -ENOSPC;
+	return ret;
 }
 
 /* A copy of inner node @n (unpublished): another type, depth, prefix. */
@@ -609,7 +616,9 @@ unlock:
  * pfart_smo_put - a put that needs the structure to change
  *
  * Context: under @smo, inside a writer section; the reserves filled.
- * Return: 0 (pp->added, pp->old_blob set), -EEXIST, -ENOSPC, -EUCLEAN.
+ * Return: 0 (pp->added, pp->old_blob set), -EEXIST, -ENOSPC, -EUCLEAN;
+ * -ENOMEM (atomic memory short for a leaf array's metadata) having
+ * changed nothing.
  */
 int pfart_smo_put(struct pfart *t, struct pfart_put *pp)
 {

@@ -41,6 +41,16 @@ static inline void *kmalloc_array(size_t n, size_t size, gfp_t flags)
 	return kmalloc(bytes, flags);
 }
 
+static inline void *krealloc_array(void *p, size_t n, size_t size,
+				   gfp_t flags)
+{
+	size_t bytes;
+
+	if (unlikely(check_mul_overflow(n, size, &bytes)))
+		return NULL;
+	return krealloc(p, bytes, flags);
+}
+
 static inline void *kcalloc(size_t n, size_t size, gfp_t flags)
 {
 	return kmalloc_array(n, size, flags | __GFP_ZERO);

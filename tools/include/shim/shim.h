@@ -23,6 +23,10 @@ const char *shim_printk_last(void);	/* last message, any level */
  * kvmalloc, vmalloc, bitmap_alloc, alloc_percpu, kmem_cache) fails;
  * 0 disarms (shim_fail_alloc_fired() still tells whether it fired). */
 void shim_fail_alloc_nth(unsigned long n);
+/* Atomic memory exhausted: while @on, every allocation that may not
+ * sleep fails (sleeping ones still succeed, as small ones do in the
+ * kernel). Also sets shim_fail_alloc_fired(). */
+void shim_fail_atomic(bool on);
 bool shim_fail_alloc_fired(void);
 
 /* Live allocations, for leak checks that do not need LSan. */

@@ -38,6 +38,7 @@
 /* ---- failure injection and accounting ------------------------------------ */
 
 static unsigned long fail_nth;
+static bool fail_atomic;
 static bool fail_fired;
 static long kmalloc_live;
 static long percpu_live;
@@ -48,6 +49,12 @@ void shim_fail_alloc_nth(unsigned long n)
 	if (n)
 		__atomic_store_n(&fail_fired, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&fail_nth, n, __ATOMIC_RELAXED);
+}
+
+/* While @on, every allocation that may not sleep fails. */
+void shim_fail_atomic(bool on)
+{
+	__atomic_store_n(&fail_atomic, on, __ATOMIC_RELAXED);
 }
 
 bool shim_fail_alloc_fired(void)
@@ -72,6 +79,11 @@ static bool alloc_should_fail(gfp_t flags)
 
 	if (gfpflags_allow_blocking(flags))
 		might_sleep();
+	else if (__atomic_load_n(&fail_atomic, __ATOMIC_RELAXED) &&
+		 !(flags & __GFP_NOFAIL)) {
+		__atomic_store_n(&fail_fired, true, __ATOMIC_RELAXED);
+		return true;
+	}
 	/* as in the kernel, a __GFP_NOFAIL allocation never fails */
 	while (n && !(flags & __GFP_NOFAIL)) {
 		if (__atomic_compare_exchange_n(&fail_nth, &n, n - 1, false,
