@@ -24,12 +24,15 @@
  * memory is lost.
  */
 #include <linux/errno.h>
+#include <linux/limits.h>
+#include <linux/minmax.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include "epoch.h"
 
 #define LIMBO_BATCH	64	/* try to advance after this many retires */
 #define LIMBO_FIRST	16	/* slots each CPU's list starts with */
+#define LIMBO_SPINS	4096	/* a full list's waits for the epochs */
 
 struct limbo {
 	u64		obj;
@@ -148,6 +151,17 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 	spin_unlock(&c->lock);
 }
 
+/* The epoch of the oldest retiree. Context: @c->lock held, @c->nr > 0. */
+static u64 limbo_oldest(const struct pmidx_epoch_cpu *c)
+{
+	u64 oldest = U64_MAX;
+	unsigned int i;
+
+	for (i = 0; i < c->nr; i++)
+		oldest = min(oldest, c->items[i].epoch);
+	return oldest;
+}
+
 /* Context: @c->lock held. */
 static int limbo_grow(struct pmidx_epoch_cpu *c)
 {
@@ -182,8 +196,9 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 			   void (*fn)(void *ctx, u64 obj), void *ctx)
 {
 	struct pmidx_epoch_cpu *c;
+	bool reclaim = false;
+	unsigned int spins;
 	struct limbo *l;
-	bool batch_full;
 	u64 g;
 
 	preempt_disable();
@@ -196,12 +211,22 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	 * Pairs with the barrier in pmidx_epoch_enter().
 	 */
 	smp_mb__after_spinlock();
-	if (c->nr >= c->cap / 2)
-		limbo_grow(c);		/* ahead: a failure leaves room */
-	if (c->nr == c->cap && READ_ONCE(c->active)) {
-		/* inside a section: make room with what the epochs allow */
+	/* ahead: a failure leaves room */
+	if (c->nr >= c->cap / 2 && limbo_grow(c))
+		reclaim = true;
+	/*
+	 * Inside a section: make room with what the epochs allow. What was
+	 * retired before this section is freed once the other CPUs' sections
+	 * (short, preemption is off in them) let the epoch advance twice:
+	 * wait for that, a while. What this section retired waits for its
+	 * end.
+	 */
+	for (spins = 0; c->nr == c->cap && READ_ONCE(c->active) &&
+	     spins < LIMBO_SPINS && limbo_oldest(c) < READ_ONCE(c->active);
+	     spins++) {
 		spin_unlock(&c->lock);
 		collect(e, c, try_advance(e));
+		cpu_relax();
 		spin_lock(&c->lock);
 	}
 	if (c->nr == c->cap) {
@@ -231,9 +256,11 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	l->fn = fn;
 	l->ctx = ctx;
 	/* read under the lock: a barrier's collect() may change it */
-	batch_full = c->nr % LIMBO_BATCH == 0;
+	if (c->nr % LIMBO_BATCH == 0)
+		reclaim = true;
 	spin_unlock(&c->lock);
-	if (batch_full) {
+	/* a list that cannot grow is emptied as soon as the epochs allow */
+	if (reclaim) {
 		g = try_advance(e);
 		collect(e, c, g);
 	}

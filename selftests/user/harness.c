@@ -162,6 +162,7 @@ int ut_main(int argc, char **argv, const char *suite,
 		run_one(tests[i].fn);
 		shim_set_warn_fatal(true);
 		shim_fail_alloc_nth(0);
+		shim_fail_atomic(false);
 		shim_pmem_clear_poison();
 		shim_workqueue_drain();
 		clock_gettime(CLOCK_MONOTONIC, &t1);
