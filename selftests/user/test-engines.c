@@ -286,6 +286,98 @@ static void engine_atomic_short(void)
 	}
 }
 
+/*
+ * The same with writers on every thread, each on its own keys: the
+ * fallbacks (reserves, stashes, spares) are shared, and a writer may use
+ * up, or fill, what another made ready. b3 notes a missing lock-table
+ * leaf in one word that another writer's fill may clear meanwhile.
+ */
+struct as_thread {
+	struct pmidx_index	*idx;
+	u64			*state;
+	unsigned int		id, n, nomem;
+	int			err;
+};
+
+static void *as_writer(void *arg)
+{
+	struct as_thread *a = arg;
+	unsigned int r;
+	u64 i, v;
+	bool del;
+	int ret;
+
+	for (r = 0; r < 3 && !a->err; r++) {
+		for (i = a->id; i < NKEYS && !a->err; i += a->n) {
+			del = r == 2 && i % 3 == 0;
+			v = (u64)r * NKEYS + i;
+			ret = del ? kv_del(a->idx, i) : kv_put(a->idx, i, v);
+			if (del && !a->state[i] && ret == -ENOENT)
+				continue;
+			if (ret == -ENOMEM &&
+			    a->idx->ops->id == PMIDX_ENGINE_LODGE) {
+				a->nomem++;
+				continue;
+			}
+			if (ret)
+				a->err = ret;
+			else
+				a->state[i] = del ? 0 : v + 1;
+		}
+	}
+	return NULL;
+}
+
+static void engine_atomic_short_threads(void)
+{
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		struct as_thread args[8];
+		pthread_t th[8];
+		unsigned int i, n = min(ut_threads, 8U), nomem = 0;
+		struct pmidx_pool *pool;
+		struct pmidx_index *idx;
+		const char *why = NULL;
+		u64 *state;
+		void *img;
+
+		if (!ekv_engine_available(e))
+			continue;
+		state = calloc(NKEYS, sizeof(*state));
+		UT_ASSERT(state);
+		img = ut_img_alloc(SZ);
+		pool = ut_pool_new(img, SZ);
+		UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", e, &idx, &why),
+			      "%s: create: %s", pmidx_engine_name(e), why);
+		shim_fail_atomic(true);
+		shim_lsan_disable();	/* as in engine_atomic_short() */
+		for (i = 0; i < n; i++) {
+			args[i] = (struct as_thread){ .idx = idx, .state = state,
+						      .id = i, .n = n };
+			UT_EQ(pthread_create(&th[i], NULL, as_writer, &args[i]), 0);
+		}
+		for (i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+			UT_ASSERT_MSG(!args[i].err, "%s: thread %u: %d",
+				      idx->ops->name, i, args[i].err);
+			nomem += args[i].nomem;
+		}
+		shim_lsan_enable();
+		shim_fail_atomic(false);
+		if (e == PMIDX_ENGINE_CCL)
+			ut_allow_leaks(atomic_long_read(&((struct ccl_tree *)
+						idx->priv)->epoch.abandoned));
+		verify(idx, state, "after threads without atomic memory");
+		UT_EQ(pmidx_index_drop(pool, "kv", &why), 0);
+		pmidx_pool_close(pool);
+		ut_img_free(img, SZ);
+		free(state);
+		ut_note("engine %s: %u threads wrote without atomic memory, %u -ENOMEM",
+			pmidx_engine_name(e), n, nomem);
+	}
+}
+
 /* ---- keys that share their first bytes ------------------------------------ */
 
 #define SHARED_KEYS	2000
@@ -1591,6 +1683,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
 	UT_TEST(engine_shared_prefix),
 	UT_TEST(engine_atomic_short),
+	UT_TEST(engine_atomic_short_threads),
 	UT_TEST(engine_full_pool),
 	UT_TEST(engine_scan_churn),
 	UT_TEST(utree_corrupt_clean),

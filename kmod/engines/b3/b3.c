@@ -86,14 +86,18 @@ static int smo_call(struct b3 *t, const struct b3_key *k,
 /*
  * An operation failed for want of a lock-table leaf (page.c lk_word(): a
  * GFP_ATOMIC allocation inside the section): allocate it outside the
- * section and try again, a few times. Context: inside a writer section,
- * left and entered again.
+ * section and try again, a few times. A page allocation that found the
+ * pool full says -ENOSPC too: the round was short of a leaf only if a
+ * leaf was missed since it began (@seen: t->lt_misses then; ours, or a
+ * writer's beside us, which may be the one we wait for). Context:
+ * inside a writer section, left and entered again.
  * Return: true to try again; false to return *@ret (-ENOMEM then, not
  * the -ENOSPC a page allocation reports).
  */
-static bool lt_want(struct b3 *t, int ret)
+static bool lt_want(struct b3 *t, int ret, u64 seen)
 {
-	return (ret == -ENOMEM || ret == -ENOSPC) && READ_ONCE(t->lt_want);
+	return (ret == -ENOMEM || ret == -ENOSPC) &&
+	       atomic64_read(&t->lt_misses) != seen;
 }
 
 /*
@@ -101,17 +105,18 @@ static bool lt_want(struct b3 *t, int ret)
  * sleeps: -EAGAIN for a lock-table leaf to allocate (-ENOMEM, or a leaf
  * some writer wants: the blocking run fills it), else @ret.
  */
-static int lt_refuse(struct b3 *t, int ret)
+static int lt_refuse(struct b3 *t, int ret, u64 seen)
 {
-	return ret == -ENOMEM || lt_want(t, ret) ? -EAGAIN : ret;
+	return ret == -ENOMEM || lt_want(t, ret, seen) ? -EAGAIN : ret;
 }
 
-static bool lt_retry(struct b3 *t, int *ret, unsigned int *tries)
+static bool lt_retry(struct b3 *t, int *ret, unsigned int *tries, u64 *seen)
 {
 	int r;
 
-	if (!lt_want(t, *ret))
+	if (!lt_want(t, *ret, *seen))
 		return false;
+	*seen = atomic64_read(&t->lt_misses);
 	pmidx_epoch_exit(&t->pool->epoch);
 	r = b3_lt_fill(t);
 	writer_enter(t, false);
@@ -384,6 +389,7 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	struct b3_key k = { key, klen };
 	struct put_ctx pc = { .vlen = vlen };
 	bool nowait = flags & PMIDX_WRITE_NOWAIT;
+	u64 lt_seen = atomic64_read(&t->lt_misses);
 	unsigned int lt_tries = 0;
 	bool moved = false;
 	struct b3_page *p;
@@ -419,10 +425,10 @@ static int b3_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 				continue;
 		}
 		if (nowait) {
-			ret = lt_refuse(t, ret);
+			ret = lt_refuse(t, ret, lt_seen);
 			break;
 		}
-		if (!lt_retry(t, &ret, &lt_tries))
+		if (!lt_retry(t, &ret, &lt_tries, &lt_seen))
 			break;
 	}
 	if (moved && !nowait)	/* a half-done SMO was on our way: finish it */
@@ -606,6 +612,7 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 	struct b3_key k = { key, klen };
 	struct del_ctx dc = {};
 	bool nowait = flags & PMIDX_WRITE_NOWAIT;
+	u64 lt_seen = atomic64_read(&t->lt_misses);
 	unsigned int lt_tries = 0;
 	bool moved = false, root = false, cow = false;
 	struct b3_page *p = NULL;
@@ -646,10 +653,10 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 				continue;
 		}
 		if (nowait) {
-			ret = lt_refuse(t, ret);
+			ret = lt_refuse(t, ret, lt_seen);
 			break;
 		}
-		if (!lt_retry(t, &ret, &lt_tries))
+		if (!lt_retry(t, &ret, &lt_tries, &lt_seen))
 			break;
 	}
 	if (nowait) {

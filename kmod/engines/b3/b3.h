@@ -143,6 +143,10 @@ struct b3_scratch;
  * @root:   the pmem root (struct b3_root inside idx->root)
  * @locks:  page states by page number (see above), @nlocks leaves
  * @lt_want: a leaf a section failed to allocate (page.c lk_word())
+ * @lt_misses: such failures so far; an operation that failed with
+ *          -ENOSPC or -ENOMEM retries (b3.c lt_retry()) only when it
+ *          moved since the round began: @lt_want alone is one word that
+ *          another writer's fill may clear, or overwrite, meanwhile
  * @smo:    serialises structure modifications (and so every internal
  *          page write); sleeps, so it is taken outside epoch sections
  * @gate:   held by the checker; with @frozen it keeps writers out
@@ -160,6 +164,7 @@ struct b3 {
 	u64			**locks;
 	u64			nlocks;
 	u64			lt_want;	/* leaf index + 1, page.c */
+	atomic64_t		lt_misses;
 	atomic64_t		dram_bytes;
 	struct mutex		smo;
 	struct mutex		gate;

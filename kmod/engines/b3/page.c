@@ -197,6 +197,7 @@ static u64 *lk_word(struct b3 *t, const struct b3_page *p)
 			       GFP_ATOMIC | __GFP_NOWARN);
 		if (!leaf) {
 			WRITE_ONCE(t->lt_want, (n >> B3_LT_SHIFT) + 1);
+			atomic64_inc(&t->lt_misses);
 			return NULL;
 		}
 		leaf = lt_publish(t, n >> B3_LT_SHIFT, leaf);
