@@ -1679,6 +1679,73 @@ static void engine_named_twice(void)
 	}
 }
 
+/* ---- ccl: attach short of memory while it builds the inner levels ---------- */
+
+#define CA_KEYS		12000
+#define CA_TAIL		160
+
+/*
+ * A clean attach rebuilds ccl's DRAM inner levels over its buffer nodes
+ * last (recovery.c, inner.c ccl_inner_build()): with CA_KEYS keys they
+ * are three levels. Each of the attach's last CA_TAIL allocations fails
+ * in turn: the attach answers -ENOMEM or, for an allocation it can do
+ * without, succeeds; whatever it built is freed (the harness counts),
+ * and the image attaches whole afterwards.
+ */
+static void ccl_attach_nomem(void)
+{
+	void *img = ut_img_alloc(SZ);
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	unsigned long calls, n, failed = 0;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	u64 i, v, keys;
+	__be64 k;
+	u32 vl;
+
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
+	for (i = 0; i < CA_KEYS; i++)
+		UT_EQ(sst_put(idx, (i * 7919) % CA_KEYS), 0);
+	pmidx_pool_close(pool);
+	calls = shim_alloc_calls();
+	pool = ut_pool_open(img, SZ);
+	calls = shim_alloc_calls() - calls;
+	idx = pmidx_index_lookup(pool, "c");
+	UT_ASSERT(idx && idx->opened);
+	UT_ASSERT(atomic_read(&((struct ccl_tree *)idx->priv)->height) >= 3);
+	pmidx_pool_close(pool);
+	UT_ASSERT(calls > CA_TAIL);
+	for (n = calls - CA_TAIL + 1; n <= calls; n++) {
+		shim_fail_alloc_nth(n);
+		pool = pmidx_pool_open(img, SZ, false, &why);
+		shim_fail_alloc_nth(0);
+		if (!IS_ERR(pool)) {
+			pmidx_pool_close(pool);
+			continue;
+		}
+		UT_ASSERT_MSG(PTR_ERR(pool) == -ENOMEM, "allocation %lu of %lu: %ld",
+			      n, calls, PTR_ERR(pool));
+		failed++;
+	}
+	UT_ASSERT(failed);
+	pool = ut_pool_open(img, SZ);
+	idx = pmidx_index_lookup(pool, "c");
+	UT_ASSERT(idx && idx->opened);
+	for (i = 0; i < CA_KEYS; i++) {
+		k = cpu_to_be64(i);
+		vl = sizeof(v);
+		UT_EQ(idx->ops->get(idx, (const u8 *)&k, sizeof(k), (u8 *)&v, &vl), 0);
+		UT_EQ(v, i);
+	}
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	UT_EQ(keys, CA_KEYS);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	ut_note("ccl: an attach of %u keys makes %lu allocations; the last %u "
+		"failed in turn, %lu of them failing the attach", CA_KEYS, calls,
+		CA_TAIL, failed);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
 	UT_TEST(engine_shared_prefix),
@@ -1689,6 +1756,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(utree_corrupt_clean),
 	UT_TEST(utree_split_stash),
 	UT_TEST(b3_corrupt_clean),
+	UT_TEST(ccl_attach_nomem),
 	UT_TEST(engine_root_copied),
 	UT_TEST(engine_named_twice),
 	UT_TEST(engine_crash_kv),

@@ -409,6 +409,19 @@ restart:
 	}
 }
 
+/* Free inner node @n and every inner node below it. Return: how many. */
+static size_t free_rec(struct ccl_inode *n)
+{
+	size_t freed = 1;
+	int i;
+
+	if (n->level)
+		for (i = 0; i < n->count; i++)
+			freed += free_rec(n->child[i]);
+	kfree(n);
+	return freed;
+}
+
 /**
  * ccl_inner_build - bulk-load the inner levels over @n buffer nodes
  *
@@ -417,12 +430,12 @@ restart:
 int ccl_inner_build(struct ccl_tree *t, struct ccl_bnode **bn, size_t n)
 {
 	void **cur = (void **)bn, **up = NULL;
-	size_t cnt = n, i, nn;
+	size_t cnt = n, i = 0, nn, freed = 0, adopted;
 	u8 level = 0;
-	int ret = -ENOMEM;
 
 	for (;;) {
 		nn = DIV_ROUND_UP(cnt, BUILD_FILL);
+		i = 0;
 		up = kvmalloc_array(nn, sizeof(*up), GFP_KERNEL);
 		if (!up)
 			goto err;
@@ -430,11 +443,8 @@ int ccl_inner_build(struct ccl_tree *t, struct ccl_bnode **bn, size_t n)
 			struct ccl_inode *in = ccl_inode_alloc(GFP_KERNEL);
 			size_t j, first = i * BUILD_FILL;
 
-			if (!in) {
-				while (i--)
-					kfree(up[i]);
+			if (!in)
 				goto err;
-			}
 			atomic64_inc(&t->ninodes);
 			in->level = level;
 			for (j = first; j < cnt && j < first + BUILD_FILL; j++) {
@@ -463,24 +473,24 @@ int ccl_inner_build(struct ccl_tree *t, struct ccl_bnode **bn, size_t n)
 	kvfree(cur);
 	return 0;
 err:
-	/* partial levels: free what was built so far */
+	/*
+	 * The new level's first @i nodes own the first i * BUILD_FILL of
+	 * @cur, with all below them; the rest of @cur (inner nodes from
+	 * level 1 up, the caller's buffer nodes at 0) own theirs.
+	 */
+	adopted = min_t(size_t, cnt, i * BUILD_FILL);
+	while (i--)
+		freed += free_rec(up[i]);
+	kvfree(up);
 	if (level) {
-		for (i = 0; i < cnt; i++)
-			kfree(cur[i]);
+		for (i = adopted; i < cnt; i++)
+			freed += free_rec(cur[i]);
 		kvfree(cur);
 	}
-	return ret;
+	atomic64_sub(freed, &t->ninodes);
+	return -ENOMEM;
 }
 
-static void free_rec(struct ccl_inode *n)
-{
-	int i;
-
-	if (n->level)
-		for (i = 0; i < n->count; i++)
-			free_rec(n->child[i]);
-	kfree(n);
-}
 
 /* Context: nothing uses the tree any more. */
 void ccl_inner_free_all(struct ccl_tree *t)

@@ -28,6 +28,8 @@ void shim_fail_alloc_nth(unsigned long n);
  * kernel). Also sets shim_fail_alloc_fired(). */
 void shim_fail_atomic(bool on);
 bool shim_fail_alloc_fired(void);
+/* Allocations asked for so far (each one failure injection counts). */
+unsigned long shim_alloc_calls(void);
 
 /* Live allocations, for leak checks that do not need LSan. */
 long shim_kmalloc_live(void);

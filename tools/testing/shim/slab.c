@@ -38,6 +38,7 @@
 /* ---- failure injection and accounting ------------------------------------ */
 
 static unsigned long fail_nth;
+static unsigned long alloc_calls;
 static bool fail_atomic;
 static bool fail_fired;
 static long kmalloc_live;
@@ -72,11 +73,17 @@ long shim_percpu_live(void)
 	return __atomic_load_n(&percpu_live, __ATOMIC_RELAXED);
 }
 
+unsigned long shim_alloc_calls(void)
+{
+	return __atomic_load_n(&alloc_calls, __ATOMIC_RELAXED);
+}
+
 /* Should this allocation fail? Also the might_sleep() check. */
 static bool alloc_should_fail(gfp_t flags)
 {
 	unsigned long n = __atomic_load_n(&fail_nth, __ATOMIC_RELAXED);
 
+	__atomic_fetch_add(&alloc_calls, 1, __ATOMIC_RELAXED);
 	if (gfpflags_allow_blocking(flags))
 		might_sleep();
 	else if (__atomic_load_n(&fail_atomic, __ATOMIC_RELAXED) &&
