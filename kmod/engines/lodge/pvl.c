@@ -261,8 +261,10 @@ void lodge_log_free_all(struct lodge *t, bool free)
 	struct lodge_vlog *v, *n;
 	int cpu;
 
+	/* an open that failed may not have the partitions */
 	for_each_possible_cpu(cpu)
-		per_cpu_ptr(t->parts, cpu)->cur = NULL;
+		if (t->parts)
+			per_cpu_ptr(t->parts, cpu)->cur = NULL;
 	list_for_each_entry_safe(v, n, &t->logs, node) {
 		if (free)
 			pmidx_free(&t->pool->alloc, v->off);

@@ -915,7 +915,8 @@ int ut_tree_build(struct utree *t, struct ut_builder *b)
 				items[i + j].min = NULL;	/* owned by @in */
 			}
 			items[m].node = &in->h;
-			items[m].min = items[i].min;
+			/* moved, not copied: the unwind frees each key once */
+			swap(items[m].min, items[i].min);
 		}
 	}
 	t_free(t, UT_MEM_LEAF, t->tree.root, sizeof(struct ut_leaf));
