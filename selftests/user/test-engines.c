@@ -1840,6 +1840,122 @@ static void engine_attach_nomem(void)
 	}
 }
 
+/*
+ * Index creation, each of its allocations failing in turn: -ENOMEM and
+ * no index, nothing leaked (DRAM: the harness; pool: the object count),
+ * until one passes with none failing; the pool then reattaches clean.
+ */
+static void engine_create_nomem(void)
+{
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		void *img = ut_img_alloc(AN_SZ);
+		struct pmidx_pool *pool = ut_pool_new(img, AN_SZ);
+		u64 objects = ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS);
+		struct pmidx_index *idx;
+		const char *why = NULL;
+		unsigned int n;
+		bool ok = false;
+		int ret;
+
+		if (!ekv_engine_available(e)) {
+			pmidx_pool_close(pool);
+			ut_img_free(img, AN_SZ);
+			continue;
+		}
+		for (n = 1; n < 400; n++) {
+			shim_fail_alloc_nth(n);
+			ret = pmidx_index_create(pool, "kv", e, &idx, &why);
+			shim_fail_alloc_nth(0);
+			if (!shim_fail_alloc_fired()) {
+				UT_EQ(ret, 0);
+				ok = true;
+				break;
+			}
+			UT_ASSERT_MSG(ret == -ENOMEM, "%s: allocation %u: %d %s",
+				      pmidx_engine_name(e), n, ret, why ? why : "");
+			UT_ASSERT(!pmidx_index_lookup(pool, "kv"));
+			UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), objects);
+		}
+		UT_ASSERT(ok);
+		UT_EQ(kv_put(idx, 1, 1), 0);
+		pmidx_pool_close(pool);
+		pool = ut_pool_open(img, AN_SZ);
+		UT_ASSERT(!(pool->flags & PMIDX_POOL_F_RECOVERED));
+		idx = pmidx_index_lookup(pool, "kv");
+		UT_ASSERT(idx && idx->opened);
+		pmidx_pool_close(pool);
+		ut_img_free(img, AN_SZ);
+		ut_note("engine %s: index creation has %u allocations, each "
+			"failure handled", pmidx_engine_name(e), n - 1);
+	}
+}
+
+/*
+ * Writes with one allocation failing, any kind (the 1st to 3rd of the
+ * write, at random): each write succeeds or answers -ENOMEM having
+ * changed nothing (never -ENOSPC: the pool has room), and what was
+ * acknowledged is all there.
+ */
+static void engine_write_nomem(void)
+{
+	unsigned int total = 0;
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		unsigned int r, nomem = 0, fired = 0;
+		struct pmidx_pool *pool;
+		struct pmidx_index *idx;
+		const char *why = NULL;
+		struct rnd_state rs;
+		u64 *state, i, v;
+		void *img;
+		bool del;
+		int ret;
+
+		if (!ekv_engine_available(e))
+			continue;
+		state = calloc(NKEYS, sizeof(*state));
+		UT_ASSERT(state);
+		img = ut_img_alloc(SZ);
+		pool = ut_pool_new(img, SZ);
+		UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", e, &idx, &why),
+			      "%s: create: %s", pmidx_engine_name(e), why);
+		prandom_seed_state(&rs, ut_seed + e);
+		for (r = 0; r < 4; r++) {
+			for (i = 0; i < NKEYS; i++) {
+				del = r == 2 && i % 3 == 0;
+				v = (u64)r * NKEYS + i;
+				shim_fail_alloc_nth(1 + prandom_u32_state(&rs) % 3);
+				ret = del ? kv_del(idx, i) : kv_put(idx, i, v);
+				shim_fail_alloc_nth(0);
+				fired += shim_fail_alloc_fired();
+				if (del && !state[i] && ret == -ENOENT)
+					continue;
+				if (ret == -ENOMEM) {
+					nomem++;
+					continue;
+				}
+				UT_ASSERT_MSG(!ret, "%s: round %u: %s %llu: %d",
+					      idx->ops->name, r, del ? "delete" : "put",
+					      (unsigned long long)i, ret);
+				state[i] = del ? 0 : v + 1;
+			}
+		}
+		total += fired;
+		verify(idx, state, "after writes with allocations failing");
+		UT_EQ(pmidx_index_drop(pool, "kv", &why), 0);
+		pmidx_pool_close(pool);
+		ut_img_free(img, SZ);
+		free(state);
+		ut_note("engine %s: %u writes, %u met a failed allocation, %u "
+			"answered -ENOMEM", pmidx_engine_name(e), 4 * NKEYS, fired,
+			nomem);
+	}
+	UT_ASSERT(total);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(engine_kv_roundtrip),
 	UT_TEST(engine_shared_prefix),
@@ -1852,6 +1968,8 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_corrupt_clean),
 	UT_TEST(ccl_attach_nomem),
 	UT_TEST(engine_attach_nomem),
+	UT_TEST(engine_create_nomem),
+	UT_TEST(engine_write_nomem),
 	UT_TEST(engine_root_copied),
 	UT_TEST(engine_named_twice),
 	UT_TEST(engine_crash_kv),
