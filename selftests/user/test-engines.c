@@ -188,6 +188,59 @@ static void engine_kv_roundtrip(void)
 
 /* ---- atomic memory exhausted ------------------------------------------------ */
 
+/* A fresh pool with one index "kv" of engine @e, and verify()'s state. */
+struct kv_index {
+	void			*img;
+	struct pmidx_pool	*pool;
+	struct pmidx_index	*idx;
+	u64			*state;
+};
+
+static void kv_index_new(struct kv_index *x, u32 e)
+{
+	const char *why = NULL;
+
+	x->state = calloc(NKEYS, sizeof(*x->state));
+	UT_ASSERT(x->state);
+	x->img = ut_img_alloc(SZ);
+	x->pool = ut_pool_new(x->img, SZ);
+	UT_ASSERT_MSG(!pmidx_index_create(x->pool, "kv", e, &x->idx, &why),
+		      "%s: create: %s", pmidx_engine_name(e), why);
+}
+
+/* Drop the index, detach (the pool when still attached), free. */
+static void kv_index_free(struct kv_index *x)
+{
+	const char *why = NULL;
+
+	if (x->pool) {
+		UT_EQ(pmidx_index_drop(x->pool, "kv", &why), 0);
+		pmidx_pool_close(x->pool);
+	}
+	ut_img_free(x->img, SZ);
+	free(x->state);
+}
+
+/*
+ * Note in @state the result @ret of a round's write of key @i (value @v,
+ * or a delete). A delete of a key that an earlier -ENOMEM left absent
+ * finds nothing; -ENOMEM is counted in *@nomem when @nomem_ok (it changed
+ * nothing: verify() checks that). Return: 0, or the error to report.
+ */
+static int round_result(u64 *state, u64 i, u64 v, bool del, int ret,
+			bool nomem_ok, unsigned int *nomem)
+{
+	if (del && !state[i] && ret == -ENOENT)
+		return 0;
+	if (ret == -ENOMEM && nomem_ok) {
+		(*nomem)++;
+		return 0;
+	}
+	if (!ret)
+		state[i] = del ? 0 : v + 1;
+	return ret;
+}
+
 #define AS_ROUNDS	6
 
 /*
@@ -203,28 +256,23 @@ static void engine_kv_roundtrip(void)
  */
 static void engine_atomic_short(void)
 {
+	const char *why = NULL;
 	u32 e;
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
 		unsigned int r, refused = 0, nomem = 0;
+		struct pmidx_index *idx;
+		struct kv_index x;
+		bool del, nowait;
 		long lost = 0;
 		u64 abandoned;
-		struct pmidx_pool *pool;
-		struct pmidx_index *idx;
-		const char *why = NULL;
-		u64 *state, i, v;
-		bool del, nowait;
-		void *img;
+		u64 i, v;
 		int ret;
 
 		if (!ekv_engine_available(e))
 			continue;
-		state = calloc(NKEYS, sizeof(*state));
-		UT_ASSERT(state);
-		img = ut_img_alloc(SZ);
-		pool = ut_pool_new(img, SZ);
-		UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", e, &idx, &why),
-			      "%s: create: %s", pmidx_engine_name(e), why);
+		kv_index_new(&x, e);
+		idx = x.idx;
 		shim_fail_atomic(true);
 		/* what ccl's epoch may lose is counted below, not reported */
 		shim_lsan_disable();
@@ -239,16 +287,11 @@ static void engine_atomic_short(void)
 					refused++;
 					ret = del ? kv_del(idx, i) : kv_put(idx, i, v);
 				}
-				if (del && !state[i] && ret == -ENOENT)
-					continue;
-				if (ret == -ENOMEM && e == PMIDX_ENGINE_LODGE) {
-					nomem++;
-					continue;	/* changed nothing: verified */
-				}
+				ret = round_result(x.state, i, v, del, ret,
+						   e == PMIDX_ENGINE_LODGE, &nomem);
 				UT_ASSERT_MSG(!ret, "%s: round %u: %s %llu: %d",
 					      idx->ops->name, r, del ? "delete" : "put",
 					      (unsigned long long)i, ret);
-				state[i] = del ? 0 : v + 1;
 			}
 		}
 		shim_lsan_enable();
@@ -263,21 +306,21 @@ static void engine_atomic_short(void)
 						  idx->priv)->epoch.abandoned);
 			ut_allow_leaks(lost);
 		}
-		verify(idx, state, "after writes without atomic memory");
-		UT_EQ(pmidx_index_drop(pool, "kv", &why), 0);
+		verify(idx, x.state, "after writes without atomic memory");
+		UT_EQ(pmidx_index_drop(x.pool, "kv", &why), 0);
 		/*
 		 * A retire short of memory inside a section abandons its
 		 * object (core/epoch.c, core/wal.c): the detach is then not
 		 * clean, and the next attach's trace frees it.
 		 */
-		abandoned = ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS);
-		pmidx_pool_close(pool);
-		pool = ut_pool_open(img, SZ);
-		UT_EQ(!!(pool->flags & PMIDX_POOL_F_RECOVERED), !!abandoned);
-		UT_EQ(ut_stat(pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
-		pmidx_pool_close(pool);
-		ut_img_free(img, SZ);
-		free(state);
+		abandoned = ut_stat(x.pool, PMIDX_STAT_ALLOC_OBJECTS);
+		pmidx_pool_close(x.pool);
+		x.pool = ut_pool_open(x.img, SZ);
+		UT_EQ(!!(x.pool->flags & PMIDX_POOL_F_RECOVERED), !!abandoned);
+		UT_EQ(ut_stat(x.pool, PMIDX_STAT_ALLOC_OBJECTS), 0);
+		pmidx_pool_close(x.pool);
+		x.pool = NULL;
+		kv_index_free(&x);
 		ut_note("engine %s: %u writes without atomic memory, %u no-wait "
 			"refused, %u -ENOMEM, %llu pool objects abandoned, %ld "
 			"DRAM objects lost", pmidx_engine_name(e),
@@ -313,17 +356,9 @@ static void *as_writer(void *arg)
 			del = r == 2 && i % 3 == 0;
 			v = (u64)r * NKEYS + i;
 			ret = del ? kv_del(a->idx, i) : kv_put(a->idx, i, v);
-			if (del && !a->state[i] && ret == -ENOENT)
-				continue;
-			if (ret == -ENOMEM &&
-			    a->idx->ops->id == PMIDX_ENGINE_LODGE) {
-				a->nomem++;
-				continue;
-			}
-			if (ret)
-				a->err = ret;
-			else
-				a->state[i] = del ? 0 : v + 1;
+			a->err = round_result(a->state, i, v, del, ret,
+					      a->idx->ops->id == PMIDX_ENGINE_LODGE,
+					      &a->nomem);
 		}
 	}
 	shim_lsan_enable();
@@ -338,23 +373,16 @@ static void engine_atomic_short_threads(void)
 		struct as_thread args[8];
 		pthread_t th[8];
 		unsigned int i, n = min(ut_threads, 8U), nomem = 0;
-		struct pmidx_pool *pool;
 		struct pmidx_index *idx;
-		const char *why = NULL;
-		u64 *state;
-		void *img;
+		struct kv_index x;
 
 		if (!ekv_engine_available(e))
 			continue;
-		state = calloc(NKEYS, sizeof(*state));
-		UT_ASSERT(state);
-		img = ut_img_alloc(SZ);
-		pool = ut_pool_new(img, SZ);
-		UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", e, &idx, &why),
-			      "%s: create: %s", pmidx_engine_name(e), why);
+		kv_index_new(&x, e);
+		idx = x.idx;
 		shim_fail_atomic(true);
 		for (i = 0; i < n; i++) {
-			args[i] = (struct as_thread){ .idx = idx, .state = state,
+			args[i] = (struct as_thread){ .idx = idx, .state = x.state,
 						      .id = i, .n = n };
 			UT_EQ(pthread_create(&th[i], NULL, as_writer, &args[i]), 0);
 		}
@@ -368,11 +396,8 @@ static void engine_atomic_short_threads(void)
 		if (e == PMIDX_ENGINE_CCL)
 			ut_allow_leaks(atomic_long_read(&((struct ccl_tree *)
 						idx->priv)->epoch.abandoned));
-		verify(idx, state, "after threads without atomic memory");
-		UT_EQ(pmidx_index_drop(pool, "kv", &why), 0);
-		pmidx_pool_close(pool);
-		ut_img_free(img, SZ);
-		free(state);
+		verify(idx, x.state, "after threads without atomic memory");
+		kv_index_free(&x);
 		ut_note("engine %s: %u threads wrote without atomic memory, %u -ENOMEM",
 			pmidx_engine_name(e), n, nomem);
 	}
@@ -794,6 +819,24 @@ static int sst_put(struct pmidx_index *idx, u64 i)
 			     sizeof(i), 0);
 }
 
+/* Keys 0..@n-1 (sst_put()), each with its value, and nothing else. */
+static void sst_verify(struct pmidx_index *idx, u64 n)
+{
+	const char *why = NULL;
+	u64 i, v, keys;
+	__be64 k;
+	u32 vl;
+
+	for (i = 0; i < n; i++) {
+		k = cpu_to_be64(i);
+		vl = sizeof(v);
+		UT_EQ(idx->ops->get(idx, (const u8 *)&k, sizeof(k), (u8 *)&v, &vl), 0);
+		UT_EQ(v, i);
+	}
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	UT_EQ(keys, n);
+}
+
 /*
  * A split runs inside the put's section and allocates atomically; when
  * that fails it takes a block of the kind it needs (leaf, inner node,
@@ -815,9 +858,7 @@ static void utree_split_stash(void)
 	struct pmidx_index *idx;
 	const char *why = NULL;
 	struct utree *t;
-	u64 i, v, keys;
-	__be64 k;
-	u32 vl;
+	u64 i;
 
 	UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", PMIDX_ENGINE_UTREE, &idx, &why),
 		      "create: %s", why);
@@ -835,14 +876,7 @@ static void utree_split_stash(void)
 		taken[UT_MEM_LEAF], taken[UT_MEM_INNER], taken[UT_MEM_KEY]);
 	for (kind = 0; kind < UT_MEM_KINDS; kind++)
 		UT_ASSERT(taken[kind]);
-	for (i = 0; i < SST_KEYS; i++) {
-		k = cpu_to_be64(i);
-		vl = sizeof(v);
-		UT_EQ(idx->ops->get(idx, (const u8 *)&k, sizeof(k), (u8 *)&v, &vl), 0);
-		UT_EQ(v, i);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
-	UT_EQ(keys, SST_KEYS);
+	sst_verify(idx, SST_KEYS);
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
 }
@@ -1699,9 +1733,7 @@ static void ccl_attach_nomem(void)
 	unsigned long calls, n, failed = 0;
 	struct pmidx_index *idx;
 	const char *why = NULL;
-	u64 i, v, keys;
-	__be64 k;
-	u32 vl;
+	u64 i;
 
 	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
 	for (i = 0; i < CA_KEYS; i++)
@@ -1731,14 +1763,7 @@ static void ccl_attach_nomem(void)
 	pool = ut_pool_open(img, SZ);
 	idx = pmidx_index_lookup(pool, "c");
 	UT_ASSERT(idx && idx->opened);
-	for (i = 0; i < CA_KEYS; i++) {
-		k = cpu_to_be64(i);
-		vl = sizeof(v);
-		UT_EQ(idx->ops->get(idx, (const u8 *)&k, sizeof(k), (u8 *)&v, &vl), 0);
-		UT_EQ(v, i);
-	}
-	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
-	UT_EQ(keys, CA_KEYS);
+	sst_verify(idx, CA_KEYS);
 	pmidx_pool_close(pool);
 	ut_img_free(img, SZ);
 	ut_note("ccl: an attach of %u keys makes %lu allocations; the last %u "
@@ -1905,23 +1930,17 @@ static void engine_write_nomem(void)
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
 		unsigned int r, nomem = 0, fired = 0;
-		struct pmidx_pool *pool;
 		struct pmidx_index *idx;
-		const char *why = NULL;
 		struct rnd_state rs;
-		u64 *state, i, v;
-		void *img;
+		struct kv_index x;
+		u64 i, v;
 		bool del;
 		int ret;
 
 		if (!ekv_engine_available(e))
 			continue;
-		state = calloc(NKEYS, sizeof(*state));
-		UT_ASSERT(state);
-		img = ut_img_alloc(SZ);
-		pool = ut_pool_new(img, SZ);
-		UT_ASSERT_MSG(!pmidx_index_create(pool, "kv", e, &idx, &why),
-			      "%s: create: %s", pmidx_engine_name(e), why);
+		kv_index_new(&x, e);
+		idx = x.idx;
 		prandom_seed_state(&rs, ut_seed + e);
 		for (r = 0; r < 4; r++) {
 			for (i = 0; i < NKEYS; i++) {
@@ -1931,24 +1950,16 @@ static void engine_write_nomem(void)
 				ret = del ? kv_del(idx, i) : kv_put(idx, i, v);
 				shim_fail_alloc_nth(0);
 				fired += shim_fail_alloc_fired();
-				if (del && !state[i] && ret == -ENOENT)
-					continue;
-				if (ret == -ENOMEM) {
-					nomem++;
-					continue;
-				}
+				ret = round_result(x.state, i, v, del, ret, true,
+						   &nomem);
 				UT_ASSERT_MSG(!ret, "%s: round %u: %s %llu: %d",
 					      idx->ops->name, r, del ? "delete" : "put",
 					      (unsigned long long)i, ret);
-				state[i] = del ? 0 : v + 1;
 			}
 		}
 		total += fired;
-		verify(idx, state, "after writes with allocations failing");
-		UT_EQ(pmidx_index_drop(pool, "kv", &why), 0);
-		pmidx_pool_close(pool);
-		ut_img_free(img, SZ);
-		free(state);
+		verify(idx, x.state, "after writes with allocations failing");
+		kv_index_free(&x);
 		ut_note("engine %s: %u writes, %u met a failed allocation, %u "
 			"answered -ENOMEM", pmidx_engine_name(e), 4 * NKEYS, fired,
 			nomem);

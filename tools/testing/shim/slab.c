@@ -17,15 +17,9 @@
 #include <linux/lockdep.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
+#include <shim/sanitizer.h>
 #include <shim/shim.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SHIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SHIM_ASAN 1
-#endif
-#endif
 #ifdef SHIM_ASAN
 #include <sanitizer/asan_interface.h>
 #define shim_poison(p, n)	ASAN_POISON_MEMORY_REGION(p, n)
