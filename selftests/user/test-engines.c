@@ -260,7 +260,7 @@ static void engine_atomic_short(void)
 	u32 e;
 
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
-		unsigned int r, refused = 0, nomem = 0;
+		unsigned int r, refused = 0;
 		struct pmidx_index *idx;
 		struct kv_index x;
 		bool del, nowait;
@@ -287,8 +287,8 @@ static void engine_atomic_short(void)
 					refused++;
 					ret = del ? kv_del(idx, i) : kv_put(idx, i, v);
 				}
-				ret = round_result(x.state, i, v, del, ret,
-						   e == PMIDX_ENGINE_LODGE, &nomem);
+				ret = round_result(x.state, i, v, del, ret, false,
+						   NULL);
 				UT_ASSERT_MSG(!ret, "%s: round %u: %s %llu: %d",
 					      idx->ops->name, r, del ? "delete" : "put",
 					      (unsigned long long)i, ret);
@@ -322,9 +322,8 @@ static void engine_atomic_short(void)
 		x.pool = NULL;
 		kv_index_free(&x);
 		ut_note("engine %s: %u writes without atomic memory, %u no-wait "
-			"refused, %u -ENOMEM, %llu pool objects abandoned, %ld "
-			"DRAM objects lost", pmidx_engine_name(e),
-			AS_ROUNDS * NKEYS, refused, nomem,
+			"refused, %llu pool objects abandoned, %ld DRAM objects "
+			"lost", pmidx_engine_name(e), AS_ROUNDS * NKEYS, refused,
 			(unsigned long long)abandoned, lost);
 	}
 }
@@ -338,7 +337,7 @@ static void engine_atomic_short(void)
 struct as_thread {
 	struct pmidx_index	*idx;
 	u64			*state;
-	unsigned int		id, n, nomem;
+	unsigned int		id, n;
 	int			err;
 };
 
@@ -356,9 +355,8 @@ static void *as_writer(void *arg)
 			del = r == 2 && i % 3 == 0;
 			v = (u64)r * NKEYS + i;
 			ret = del ? kv_del(a->idx, i) : kv_put(a->idx, i, v);
-			a->err = round_result(a->state, i, v, del, ret,
-					      a->idx->ops->id == PMIDX_ENGINE_LODGE,
-					      &a->nomem);
+			a->err = round_result(a->state, i, v, del, ret, false,
+					      NULL);
 		}
 	}
 	shim_lsan_enable();
@@ -372,7 +370,7 @@ static void engine_atomic_short_threads(void)
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
 		struct as_thread args[8];
 		pthread_t th[8];
-		unsigned int i, n = min(ut_threads, 8U), nomem = 0;
+		unsigned int i, n = min(ut_threads, 8U);
 		struct pmidx_index *idx;
 		struct kv_index x;
 
@@ -390,7 +388,6 @@ static void engine_atomic_short_threads(void)
 			pthread_join(th[i], NULL);
 			UT_ASSERT_MSG(!args[i].err, "%s: thread %u: %d",
 				      idx->ops->name, i, args[i].err);
-			nomem += args[i].nomem;
 		}
 		shim_fail_atomic(false);
 		if (e == PMIDX_ENGINE_CCL)
@@ -398,8 +395,8 @@ static void engine_atomic_short_threads(void)
 						idx->priv)->epoch.abandoned));
 		verify(idx, x.state, "after threads without atomic memory");
 		kv_index_free(&x);
-		ut_note("engine %s: %u threads wrote without atomic memory, %u -ENOMEM",
-			pmidx_engine_name(e), n, nomem);
+		ut_note("engine %s: %u threads wrote without atomic memory",
+			pmidx_engine_name(e), n);
 	}
 }
 

@@ -114,8 +114,9 @@ void lodge_leaf_free_blobs(struct lodge *t, struct lodge_leaf *l, u64 bits)
 
 /* Blobs written by one commit, freed again if it fails. */
 struct lodge_wr {
-	u64		*blobs;
-	unsigned int	n;
+	u64			*blobs;
+	unsigned int		n;
+	struct lodge_fmem	*fm;	/* or NULL: GFP_ATOMIC */
 };
 
 static int wr_blob(struct lodge *t, struct lodge_wr *wr, const void *p,
@@ -140,7 +141,8 @@ static int wr_blob(struct lodge *t, struct lodge_wr *wr, const void *p,
 static int wr_blob_rec(struct lodge *t, struct lodge_wr *wr,
 		       struct lodge_slot *b, u64 *off)
 {
-	u8 *buf = kmalloc(b->vlen, GFP_ATOMIC);
+	u8 *buf = wr->fm ? wr->fm->vbuf :
+			   kmalloc(b->vlen, GFP_ATOMIC | __GFP_NOWARN);
 	int ret;
 
 	if (!buf)
@@ -148,7 +150,8 @@ static int wr_blob_rec(struct lodge *t, struct lodge_wr *wr,
 	ret = lodge_rec_value(t, b, NULL, buf);
 	if (!ret)
 		ret = wr_blob(t, wr, buf, b->vlen, off);
-	kfree(buf);
+	if (!wr->fm)
+		kfree(buf);
 	return ret;
 }
 
@@ -249,6 +252,7 @@ const u8 *lodge_leaf_fence(struct lodge *t, struct lodge_leaf *l, u32 *len)
  * @keep:  items [0, @keep) stay in the leaf; the rest go to new leaves of
  *         @per items each, whose offsets are returned in @newl (*@nnew)
  * @ts:    the newest sequence of the buffered writes applied
+ * @fm:    the flush memory, held by the caller, or NULL (GFP_ATOMIC)
  *
  * Context: the node lock held exclusively.
  * Return: 0, or -ENOMEM/-ENOSPC with nothing changed on media that any
@@ -256,7 +260,8 @@ const u8 *lodge_leaf_fence(struct lodge *t, struct lodge_leaf *l, u32 *len)
  */
 int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 		      unsigned int n, unsigned int keep, u64 ts, u64 *newl,
-		      unsigned int *nnew, unsigned int per)
+		      unsigned int *nnew, unsigned int per,
+		      struct lodge_fmem *fm)
 {
 	struct lodge_leaf *l = lodge_leaf_ptr(t, loff), *nl;
 	u64 old = ld64(&l->bitmap), mask = lodge_bitmap_mask(t);
@@ -271,7 +276,10 @@ int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 	lockdep_assert_preemption_disabled();
 	/* the moved KVs' old writes are in @l up to its ts: they go along */
 	ts = max(ts, ld64(&l->ts));
-	wr.blobs = kmalloc_array(2 * n + 1, sizeof(u64), GFP_ATOMIC);
+	wr.fm = fm;
+	wr.blobs = fm ? fm->blobs :
+			kmalloc_array(2 * n + 1, sizeof(u64),
+				      GFP_ATOMIC | __GFP_NOWARN);
 	if (!wr.blobs)
 		return -ENOMEM;
 	nn = keep < n ? DIV_ROUND_UP(n - keep, per) : 0;
@@ -363,14 +371,16 @@ int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 	}
 	*nnew = nn;
 	atomic64_add(nn, &t->nleaves);
-	kfree(wr.blobs);
+	if (!fm)
+		kfree(wr.blobs);
 	return 0;
 fail:
 	for (i = 0; i < wr.n; i++)
 		blob_free(t, wr.blobs[i]);
 	for (c = 0; c < nn && newl[c]; c++)
 		pmidx_free(&t->pool->alloc, newl[c]);
-	kfree(wr.blobs);
+	if (!fm)
+		kfree(wr.blobs);
 	return ret;
 }
 

@@ -173,12 +173,84 @@ static bool targeted(struct lodge_lin *x, int li)
 	return false;
 }
 
+/**
+ * lodge_fmem_fill - make the flush memory whole (struct lodge_fmem)
+ *
+ * Context: @t->fmem_lock held; may sleep.
+ * Return: 0 or -ENOMEM.
+ */
+int lodge_fmem_fill(struct lodge *t)
+{
+	struct lodge_fmem *fm = &t->fmem;
+	size_t n = t->slots + t->cap;
+
+	lockdep_assert_held(&t->fmem_lock);
+	if (!fm->it) {
+		fm->it = kvmalloc_array(n, sizeof(*fm->it), GFP_KERNEL);
+		fm->g = kvmalloc_array(t->cap, sizeof(*fm->g), GFP_KERNEL);
+		fm->newl = kvmalloc_array(n, sizeof(*fm->newl), GFP_KERNEL);
+		fm->cnt = kvmalloc(n, GFP_KERNEL);
+		fm->f = kvmalloc_array(n, sizeof(*fm->f), GFP_KERNEL);
+		fm->blobs = kvmalloc_array(2 * n + 1, sizeof(*fm->blobs),
+					   GFP_KERNEL);
+		fm->vbuf = kvmalloc(PMIDX_VALUE_MAX, GFP_KERNEL);
+		if (!fm->it || !fm->g || !fm->newl || !fm->cnt || !fm->f ||
+		    !fm->blobs || !fm->vbuf) {
+			lodge_fmem_free(t);
+			return -ENOMEM;
+		}
+	}
+	while (fm->nkeys < LODGE_FMEM_KEYS) {
+		fm->keys[fm->nkeys] = kmalloc(sizeof(struct lodge_key) +
+					      PMIDX_KEY_MAX, GFP_KERNEL);
+		if (!fm->keys[fm->nkeys])
+			return -ENOMEM;
+		fm->nkeys++;
+	}
+	return 0;
+}
+
+/* Context: teardown, or lodge_fmem_fill() with @t->fmem_lock held. */
+void lodge_fmem_free(struct lodge *t)
+{
+	struct lodge_fmem *fm = &t->fmem;
+
+	kvfree(fm->it);
+	kvfree(fm->g);
+	kvfree(fm->newl);
+	kvfree(fm->cnt);
+	kvfree(fm->f);
+	kvfree(fm->blobs);
+	kvfree(fm->vbuf);
+	while (fm->nkeys)
+		kfree(fm->keys[--fm->nkeys]);
+	memset(fm, 0, sizeof(*fm));
+}
+
+/* A fence for a new leaf: atomic, or from the flush memory @fm. */
+static struct lodge_key *fence_new(struct lodge_fmem *fm, const u8 *k,
+				   u32 len)
+{
+	struct lodge_key *f;
+
+	if (!fm)
+		return lodge_key_new(k, len, GFP_ATOMIC | __GFP_NOWARN);
+	if (!fm->nkeys)
+		return NULL;
+	f = fm->keys[--fm->nkeys];
+	f->len = len;
+	memcpy(f->b, k, len);
+	return f;
+}
+
 /*
  * Flush every buffered KV of leaf @li into it, splitting it when the
- * result does not fit. Return: 0, LODGE_NEED_SPLIT (the node has no room
- * for the new leaves; nothing done) or < 0.
+ * result does not fit. Its arrays come from @fm when given, else
+ * GFP_ATOMIC. Return: 0, LODGE_NEED_SPLIT (the node has no room for the
+ * new leaves; nothing done) or < 0 (-ENOMEM: nothing done).
  */
-static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
+static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li,
+		      struct lodge_fmem *fm)
 {
 	u64 loff = x->slot[li].w, ts = 0, bits;
 	struct lodge_leaf *l = lodge_leaf_ptr(t, loff);
@@ -190,10 +262,16 @@ static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
 	u8 *cnt = NULL;
 	bool split;
 
-	it = kmalloc_array(t->slots + x->nbuf, sizeof(*it), GFP_ATOMIC);
-	g = kmalloc_array(x->nbuf, sizeof(*g), GFP_ATOMIC);
-	if (!it || !g)
-		goto out;
+	if (fm) {
+		it = fm->it;
+		g = fm->g;
+	} else {
+		it = kmalloc_array(t->slots + x->nbuf, sizeof(*it),
+				   GFP_ATOMIC | __GFP_NOWARN);
+		g = kmalloc_array(x->nbuf, sizeof(*g), GFP_ATOMIC | __GFP_NOWARN);
+		if (!it || !g)
+			goto out;
+	}
 	bits = le64_to_cpu(READ_ONCE(l->bitmap)) & lodge_bitmap_mask(t);
 	for (; bits; bits &= bits - 1) {
 		s = __ffs64(bits);
@@ -254,21 +332,32 @@ static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
 			ret = LODGE_NEED_SPLIT;
 			goto out;
 		}
-		f = kcalloc(nn, sizeof(*f), GFP_ATOMIC);
-		newl = kcalloc(nn, sizeof(*newl), GFP_ATOMIC);
-		cnt = kcalloc(nn, 1, GFP_ATOMIC);
-		if (!f || !newl || !cnt)
-			goto out;
+		if (fm) {
+			f = fm->f;
+			newl = fm->newl;
+			cnt = fm->cnt;
+			/* as kcalloc() leaves them: leaf.c reads newl[] */
+			memset(f, 0, nn * sizeof(*f));
+			memset(newl, 0, nn * sizeof(*newl));
+			memset(cnt, 0, nn);
+		} else {
+			f = kcalloc(nn, sizeof(*f), GFP_ATOMIC | __GFP_NOWARN);
+			newl = kcalloc(nn, sizeof(*newl),
+				       GFP_ATOMIC | __GFP_NOWARN);
+			cnt = kcalloc(nn, 1, GFP_ATOMIC | __GFP_NOWARN);
+			if (!f || !newl || !cnt)
+				goto out;
+		}
 		for (c = 0; c < nn; c++) {
 			struct lodge_item *fi = &it[keep + c * per];
 
-			f[c] = lodge_key_new(fi->k, fi->klen, GFP_ATOMIC);
+			f[c] = fence_new(fm, fi->k, fi->klen);
 			if (!f[c])
 				goto out;
 			cnt[c] = min(per, n - keep - c * per);
 		}
 	}
-	ret = lodge_leaf_commit(t, loff, it, n, keep, ts, newl, &c, per);
+	ret = lodge_leaf_commit(t, loff, it, n, keep, ts, newl, &c, per, fm);
 	if (ret)
 		goto out;
 	/* DRAM: the group leaves the buffer, the new leaves join the index */
@@ -284,8 +373,7 @@ static int flush_leaf(struct lodge *t, struct lodge_lin *x, int li)
 	lodge_stat_add(t, kvs_flushed, ng);
 	if (nn) {
 		index_insert(x, li, f, newl, cnt, nn);
-		kfree(f);
-		f = NULL;
+		nn = 0;		/* the fences are the index's now */
 		lodge_stat_inc(t, leaf_splits);
 	} else if (!keep && li > 0 && !targeted(x, li - 1)) {
 		/* an emptied leaf gives its space back (README, deletes) */
@@ -297,11 +385,13 @@ out:
 	if (f)
 		for (c = 0; c < nn; c++)
 			kfree(f[c]);
-	kfree(f);
-	kfree(newl);
-	kfree(cnt);
-	kfree(g);
-	kfree(it);
+	if (!fm) {
+		kfree(f);
+		kfree(newl);
+		kfree(cnt);
+		kfree(g);
+		kfree(it);
+	}
 	return ret;
 }
 
@@ -338,11 +428,13 @@ static unsigned int puts_for(struct lodge_lin *x, int li)
  * lodge_flush - one leaf-count-based flush of node @x (§III-B)
  * @cut: 0 for the paper's flush; else flush only one leaf, the first
  *       with a KV in a log of version <= @cut (a drain, lodge.c)
+ * @fm:  the flush memory, held by the caller, or NULL (GFP_ATOMIC)
  *
  * Return: 0 (progress, or nothing to flush under @cut),
  * LODGE_NEED_SPLIT (no progress: the node must split first), or < 0.
  */
-int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut)
+int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut,
+		struct lodge_fmem *fm)
 {
 	int tgt[8], ntgt = 0, i, li, ret, done = 0;
 	unsigned int j, tmax = min_t(unsigned int, t->t_node, ARRAY_SIZE(tgt));
@@ -374,7 +466,7 @@ int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut)
 				hi = i;
 		li = tgt[hi];
 		tgt[hi] = tgt[--ntgt];
-		ret = flush_leaf(t, x, li);
+		ret = flush_leaf(t, x, li, fm);
 		if (ret == LODGE_NEED_SPLIT && done)
 			return 0;
 		if (ret)
@@ -397,7 +489,7 @@ int lodge_flush_all(struct lodge *t, struct lodge_lin *x, u64 cut)
 				break;
 		if (j == x->nidx + x->nbuf)
 			return 0;
-		ret = lodge_flush(t, x, cut);
+		ret = lodge_flush(t, x, cut, NULL);
 		if (ret)
 			return ret;
 	}

@@ -257,7 +257,8 @@ static void drain(struct lodge *t, bool all)
  * before a split keep every value.
  */
 static int lodge_write(struct lodge *t, const u8 *k, u32 klen, const u8 *v,
-		       u32 vlen, bool tomb, bool insert, bool nowait)
+		       u32 vlen, bool tomb, bool insert, bool nowait,
+		       struct lodge_fmem *fm)
 {
 	struct lodge_key *kc = NULL;
 	struct lodge_vlog *vl, *old;
@@ -306,7 +307,7 @@ again:
 	while (j < 0 && x->nidx + x->nbuf >= x->cap) {
 		unsigned int nbuf = x->nbuf;
 
-		ret = nbuf ? lodge_flush(t, x, 0) : LODGE_NEED_SPLIT;
+		ret = nbuf ? lodge_flush(t, x, 0, fm) : LODGE_NEED_SPLIT;
 		if (!ret) {
 			lodge_stat_inc(t, rounds);
 			lodge_stat_add(t, round_buf, nbuf);
@@ -366,6 +367,30 @@ out_free:
 }
 
 /*
+ * A blocking write that found no atomic memory under a node's lock (for
+ * a new log's DRAM side, or a flush's arrays: -ENOMEM, nothing changed
+ * but flushes that keep every value) runs again with both made where it
+ * may sleep: the spare log, and the flush memory, which one such writer
+ * at a time holds. A split that needs more fences than the flush memory
+ * holds goes round again with it refilled, a few times.
+ */
+static int write_reserved(struct lodge *t, const u8 *k, u32 klen,
+			  const u8 *v, u32 vlen, bool tomb, bool insert)
+{
+	int ret = -ENOMEM, tries;
+
+	mutex_lock(&t->fmem_lock);
+	for (tries = 0; ret == -ENOMEM && tries < 4; tries++) {
+		if (lodge_log_reserve(t) || lodge_fmem_fill(t))
+			break;
+		ret = lodge_write(t, k, klen, v, vlen, tomb, insert, false,
+				  &t->fmem);
+	}
+	mutex_unlock(&t->fmem_lock);
+	return ret;
+}
+
+/*
  * A write the pool had no room for (a new log, a leaf or node split)
  * changed nothing. Logs holding only buffered KVs are most of what a
  * full pool can give back: flush them all and try once more, so that a
@@ -376,18 +401,17 @@ static int lodge_write_room(struct lodge *t, const u8 *k, u32 klen,
 {
 	bool insert = flags & PMIDX_PUT_INSERT;
 	bool nowait = flags & PMIDX_WRITE_NOWAIT;
-	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert, nowait);
+	int ret = lodge_write(t, k, klen, v, vlen, tomb, insert, nowait, NULL);
 
 	/* no atomic memory under a node's lock: the blocking run may find it */
 	if (nowait && (ret == -ENOSPC || ret == -ENOMEM))
 		return -EAGAIN;
-	/* a new log's DRAM side, made here once (other -ENOMEMs stand) */
-	if (ret == -ENOMEM && !lodge_log_reserve(t))
-		ret = lodge_write(t, k, klen, v, vlen, tomb, insert, false);
+	if (ret == -ENOMEM)
+		ret = write_reserved(t, k, klen, v, vlen, tomb, insert);
 	if (ret != -ENOSPC)
 		return ret;
 	drain(t, true);
-	return lodge_write(t, k, klen, v, vlen, tomb, insert, false);
+	return lodge_write(t, k, klen, v, vlen, tomb, insert, false, NULL);
 }
 
 /* A no-wait write answered -EAGAIN runs again: count it then. */
@@ -623,9 +647,11 @@ static void teardown(struct lodge *t)
 	lodge_tree_free(t);
 	lodge_log_free_all(t, false);
 	kfree(t->spare_log);
+	lodge_fmem_free(t);
 	kvfree(t->dir_map);
 	free_percpu(t->parts);
 	free_percpu(t->st);
+	mutex_destroy(&t->fmem_lock);
 	mutex_destroy(&t->drain);
 	percpu_free_rwsem(&t->tree);
 	kfree(t);
@@ -653,6 +679,7 @@ static int lodge_open(struct pmidx_index *idx, const struct pmidx_recover *rc)
 	INIT_LIST_HEAD(&t->logs);
 	INIT_LIST_HEAD(&t->dead);
 	mutex_init(&t->drain);
+	mutex_init(&t->fmem_lock);
 	t->cap = clamp_t(u32, lodge_node_slots, 8, LODGE_CAP_MAX);
 	t->t_node = clamp_t(u32, lodge_t_node, 1, 8);
 	t->hotness = max_t(u32, lodge_hot_t, 1);

@@ -31,9 +31,11 @@
  * leaves (§III-A): readers take it shared, writers exclusive. A leaf is
  * only read or written under its node's lock; a node is only freed under
  * @tree held for writing, when no operation holds any node lock.
- * Lock order: @tree -> node lock -> partition lock -> @log_lock ->
- * allocator. Node locks spin (preemption off): nothing under them sleeps;
- * allocations there are GFP_ATOMIC and fail the operation cleanly.
+ * Lock order: @fmem_lock -> @tree -> node lock -> partition lock ->
+ * @log_lock -> allocator. Node locks spin (preemption off): nothing
+ * under them sleeps; allocations there are GFP_ATOMIC and fail the
+ * operation cleanly, and a blocking write then runs again with what
+ * they wanted made beforehand (struct lodge_fmem).
  *
  * Sequences. Every logged write takes the next value of @seq while it
  * holds its node's lock, so for the keys of one node, sequence order is
@@ -84,6 +86,30 @@
 struct lodge_key {
 	u16	len;
 	u8	b[];
+};
+
+/*
+ * What one leaf flush allocates (lin.c flush_leaf(), leaf.c
+ * lodge_leaf_commit()), made where a writer may sleep: a blocking write
+ * whose flush found no atomic memory takes @lodge.fmem_lock, fills this
+ * and runs again with it (lodge.c lodge_write_room()). Arrays are sized
+ * for a leaf's slots plus a node's; @keys are fences for the leaves a
+ * split makes (PMIDX_KEY_MAX bytes each), which the index then owns.
+ */
+#define LODGE_FMEM_KEYS		16
+
+struct lodge_item;
+
+struct lodge_fmem {
+	struct lodge_item	*it;
+	int			*g;
+	u64			*newl;
+	u8			*cnt;
+	struct lodge_key	**f;
+	u64			*blobs;
+	u8			*vbuf;		/* PMIDX_VALUE_MAX bytes */
+	struct lodge_key	*keys[LODGE_FMEM_KEYS];
+	unsigned int		nkeys;
 };
 
 /* DRAM state of one log (one version). See "Lifetime" above. */
@@ -214,6 +240,8 @@ struct lodge {
 	u64			next_ver;
 	u32			log_size;
 	struct mutex		drain;
+	struct mutex		fmem_lock;
+	struct lodge_fmem	fmem;
 	atomic64_t		nleaves, nlins, ninodes;
 	atomic64_t		blob_bytes, log_bytes_live;
 	struct lodge_pcpu __percpu *st;
@@ -286,7 +314,8 @@ int lodge_leaf_value(struct lodge *t, struct lodge_leaf *l, int s, u8 *dst,
 		     u32 cap, u32 *vlen);
 int lodge_leaf_commit(struct lodge *t, u64 loff, struct lodge_item *it,
 		      unsigned int n, unsigned int keep, u64 ts, u64 *newl,
-		      unsigned int *nnew, unsigned int per);
+		      unsigned int *nnew, unsigned int per,
+		      struct lodge_fmem *fm);
 int lodge_leaf_delete(struct lodge *t, u64 loff, int s);
 void lodge_leaf_unlink(struct lodge *t, u64 prev, u64 loff);
 u64 lodge_leaf_new_head(struct lodge *t);
@@ -301,7 +330,10 @@ int lodge_lin_leaf(struct lodge_lin *x, const u8 *k, u32 klen);
 int lodge_buf_find(struct lodge_lin *x, const u8 *k, u32 klen);
 void lodge_buf_remove(struct lodge *t, struct lodge_lin *x, int j);
 void lodge_lin_emptied(struct lodge *t, struct lodge_lin *x, int li);
-int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut);
+int lodge_flush(struct lodge *t, struct lodge_lin *x, u64 cut,
+		struct lodge_fmem *fm);
+int lodge_fmem_fill(struct lodge *t);
+void lodge_fmem_free(struct lodge *t);
 int lodge_flush_all(struct lodge *t, struct lodge_lin *x, u64 cut);
 
 /* tree.c */
