@@ -257,6 +257,60 @@ static struct pmidx_index *full_node_crash(void **img, struct pmidx_pool **pool,
 	return idx;
 }
 
+/*
+ * A crash attach keeps a node as large as it was (up to LODGE_CAP_MAX
+ * slots), whatever lodge_node_slots says now. Its flush with atomic
+ * memory gone runs on the flush memory (struct lodge_fmem), which must
+ * hold a node of any size (it was sized by the parameter: a heap
+ * overflow, found by review) and, the leaf splitting into more pieces
+ * than it has fences at first, get more and run again.
+ */
+static void lodge_fmem_big_node(void)
+{
+	struct lparams p = defaults;
+	void *img = ut_img_alloc(SZ), *crash;
+	struct pmidx_pool *pool;
+	struct pmidx_index *idx;
+	struct lodge_lin *x;
+	u8 k[8], v[8] = { 7 }, got[8];
+	const char *why = NULL;
+	u64 n, i, keys;
+	u32 vl;
+
+	p.slots = LODGE_CAP_MAX;
+	set_params(&p);
+	pool = ut_pool_new(img, SZ);
+	idx = create(pool, "f");
+	for (n = 0; n < LODGE_CAP_MAX - 1; n++)
+		UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	crash = ut_img_dup(img, SZ);
+	pmidx_pool_close(pool);
+	ut_img_free(img, SZ);
+	p = defaults;
+	p.t_split = 2;		/* a flush of the node: a piece per 2 keys */
+	set_params(&p);
+	pool = ut_pool_open(crash, SZ);
+	idx = pmidx_index_lookup(pool, "f");
+	UT_ASSERT(idx && idx->opened);
+	x = ((struct lodge *)idx->priv)->top;
+	UT_EQ(x->nbuf, LODGE_CAP_MAX - 1);
+	UT_ASSERT(((struct lodge *)idx->priv)->cap < x->nbuf);
+	shim_fail_atomic(true);
+	UT_EQ(idx->ops->put(idx, k, be_key(n, k), v, 8, 0), 0);
+	shim_fail_atomic(false);
+	UT_ASSERT(lsum(idx).flushes);
+	for (i = 0; i <= n; i++) {
+		vl = sizeof(got);
+		UT_EQ(idx->ops->get(idx, k, be_key(i, k), got, &vl), 0);
+		UT_ASSERT(vl == 8 && !memcmp(got, v, 8));
+	}
+	UT_ASSERT_MSG(!idx->ops->check(idx, &keys, &why), "check: %s", why);
+	UT_EQ(keys, n + 1);
+	pmidx_pool_close(pool);
+	ut_img_free(crash, SZ);
+	set_params(&defaults);
+}
+
 static void lodge_full_node_crash(void)
 {
 	struct pmidx_pool *pool;
@@ -972,6 +1026,7 @@ static void lodge_crash_drain(void)
 static const struct ut_test tests[] = {
 	UT_TEST(lodge_flush_threshold),
 	UT_TEST(lodge_full_node_crash),
+	UT_TEST(lodge_fmem_big_node),
 	UT_TEST(lodge_splits),
 	UT_TEST(lodge_log_reclaim),
 	UT_TEST(lodge_deletes),

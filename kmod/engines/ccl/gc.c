@@ -86,21 +86,16 @@ static int gc_visit(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 				       b->slot[i].val, ccl_next_ts(t, b),
 				       b->sflag[i]);
 		/*
-		 * No chunk for the copy (a full pool): the node is flushed
-		 * as in the naive mode, so the old side can still be
-		 * recycled and a delete waiting for log space gets it. The
-		 * copies made above are older than the leaf's new timestamp:
-		 * replay ignores them, as it does those of a node flushed
-		 * after a collection.
+		 * No chunk for the copy (a full pool, or no atomic memory for
+		 * its DRAM side): the node is flushed as in the naive mode,
+		 * so the old side can still be recycled and a delete waiting
+		 * for log space gets it. The copies made above are older than
+		 * the leaf's new timestamp: replay ignores them, as it does
+		 * those of a node flushed after a collection.
 		 */
-		if (ret == -ENOSPC) {
+		if (ret == -ENOSPC || ret == -ENOMEM) {
 			t->gc_full_flushes++;
 			return ccl_flush(t, b, h, NULL, 0, c->res);
-		}
-		/* no chunk in atomic memory: the walk reserves one, calls again */
-		if (ret == -ENOMEM) {
-			c->res->want_log = true;
-			return CCL_NEEDRES;
 		}
 		if (ret)
 			return ret;

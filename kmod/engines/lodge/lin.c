@@ -182,25 +182,31 @@ static bool targeted(struct lodge_lin *x, int li)
 int lodge_fmem_fill(struct lodge *t)
 {
 	struct lodge_fmem *fm = &t->fmem;
-	size_t n = t->slots + t->cap;
+	size_t n = LODGE_FMEM_ITEMS;
 
 	lockdep_assert_held(&t->fmem_lock);
 	if (!fm->it) {
 		fm->it = kvmalloc_array(n, sizeof(*fm->it), GFP_KERNEL);
-		fm->g = kvmalloc_array(t->cap, sizeof(*fm->g), GFP_KERNEL);
+		fm->g = kvmalloc_array(n, sizeof(*fm->g), GFP_KERNEL);
 		fm->newl = kvmalloc_array(n, sizeof(*fm->newl), GFP_KERNEL);
 		fm->cnt = kvmalloc(n, GFP_KERNEL);
 		fm->f = kvmalloc_array(n, sizeof(*fm->f), GFP_KERNEL);
 		fm->blobs = kvmalloc_array(2 * n + 1, sizeof(*fm->blobs),
 					   GFP_KERNEL);
 		fm->vbuf = kvmalloc(PMIDX_VALUE_MAX, GFP_KERNEL);
+		fm->keys = kvcalloc(n, sizeof(*fm->keys), GFP_KERNEL);
 		if (!fm->it || !fm->g || !fm->newl || !fm->cnt || !fm->f ||
-		    !fm->blobs || !fm->vbuf) {
+		    !fm->blobs || !fm->vbuf || !fm->keys) {
 			lodge_fmem_free(t);
 			return -ENOMEM;
 		}
+		fm->want = LODGE_FMEM_KEYS;
 	}
-	while (fm->nkeys < LODGE_FMEM_KEYS) {
+	/* a split wanted more fences than there were: enough for any */
+	if (fm->short_keys)
+		fm->want = LODGE_FMEM_ITEMS;
+	fm->short_keys = false;
+	while (fm->nkeys < fm->want) {
 		fm->keys[fm->nkeys] = kmalloc(sizeof(struct lodge_key) +
 					      PMIDX_KEY_MAX, GFP_KERNEL);
 		if (!fm->keys[fm->nkeys])
@@ -224,6 +230,7 @@ void lodge_fmem_free(struct lodge *t)
 	kvfree(fm->vbuf);
 	while (fm->nkeys)
 		kfree(fm->keys[--fm->nkeys]);
+	kvfree(fm->keys);
 	memset(fm, 0, sizeof(*fm));
 }
 
@@ -235,8 +242,10 @@ static struct lodge_key *fence_new(struct lodge_fmem *fm, const u8 *k,
 
 	if (!fm)
 		return lodge_key_new(k, len, GFP_ATOMIC | __GFP_NOWARN);
-	if (!fm->nkeys)
+	if (!fm->nkeys) {
+		fm->short_keys = true;
 		return NULL;
+	}
 	f = fm->keys[--fm->nkeys];
 	f->len = len;
 	memcpy(f->b, k, len);

@@ -92,10 +92,15 @@ struct lodge_key {
  * What one leaf flush allocates (lin.c flush_leaf(), leaf.c
  * lodge_leaf_commit()), made where a writer may sleep: a blocking write
  * whose flush found no atomic memory takes @lodge.fmem_lock, fills this
- * and runs again with it (lodge.c lodge_write_room()). Arrays are sized
- * for a leaf's slots plus a node's; @keys are fences for the leaves a
- * split makes (PMIDX_KEY_MAX bytes each), which the index then owns.
+ * and runs again with it (lodge.c write_reserved()). Arrays are sized
+ * for the most a flush can hold, LODGE_FMEM_ITEMS: a leaf's slots plus a
+ * node's (a node may hold more than lodge_node_slots: one rebuilt over a
+ * single leaf grows, a recovered one keeps its size). @keys are fences
+ * for the leaves a split makes (PMIDX_KEY_MAX bytes each), which the
+ * index then owns: @want of them, LODGE_FMEM_KEYS at first, all the
+ * items once a split has run short (@short).
  */
+#define LODGE_FMEM_ITEMS	(LODGE_SLOTS_MAX + LODGE_CAP_MAX)
 #define LODGE_FMEM_KEYS		16
 
 struct lodge_item;
@@ -108,8 +113,9 @@ struct lodge_fmem {
 	struct lodge_key	**f;
 	u64			*blobs;
 	u8			*vbuf;		/* PMIDX_VALUE_MAX bytes */
-	struct lodge_key	*keys[LODGE_FMEM_KEYS];
-	unsigned int		nkeys;
+	struct lodge_key	**keys;		/* LODGE_FMEM_ITEMS slots */
+	unsigned int		nkeys, want;
+	bool			short_keys;
 };
 
 /* DRAM state of one log (one version). See "Lifetime" above. */

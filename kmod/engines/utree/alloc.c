@@ -192,6 +192,9 @@ int ut_alloc_reserve(struct utree *t)
 		dir_level_set(t, slot, l2);
 		l2 = NULL;
 	}
+	/* what the next growth needs is there, ours or another's */
+	if (t->spare && *slot)
+		ret = 0;
 	spin_unlock(&t->alloc_lock);
 	kfree(l2);
 	kfree(c);
