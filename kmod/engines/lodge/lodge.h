@@ -239,21 +239,22 @@ struct lodge {
 	struct lodge_dir	*dir;
 	spinlock_t		log_lock;
 	struct list_head	logs;
-	struct lodge_vlog	*spare_log;
 	struct list_head	dead;		/* unnamed logs to free after open */
 	unsigned long		*dir_map;
 	u32			nlogs;
 	u64			next_ver;
 	u32			log_size;
 	struct mutex		drain;
-	struct mutex		fmem_lock;
-	struct lodge_fmem	fmem;
 	atomic64_t		nleaves, nlins, ninodes;
 	atomic64_t		blob_bytes, log_bytes_live;
 	struct lodge_pcpu __percpu *st;
 	u64			recovery_ns;
 	u64			replayed;
 	u32			recovery_threads;	/* the most one step ran */
+	/* cold: only a write short of atomic memory uses them */
+	struct lodge_vlog	*spare_log;
+	struct mutex		fmem_lock;
+	struct lodge_fmem	fmem;
 };
 
 #define lodge_stat_inc(t, f)	this_cpu_inc((t)->st->f)
