@@ -68,10 +68,7 @@ struct ut_chunk *ut_chunk_get(const struct utree *t, u32 id)
 	return l2 ? READ_ONCE(l2[id % UT_DIR_L2]) : NULL;
 }
 
-/*
- * Enter @c in the directory. Context: alloc_lock held or no concurrency;
- * ut_chunk_get() reads it without the lock.
- */
+/* Publish a zeroed level-2 array @l2 in @slot. Context: as dir_set(). */
 static void dir_level_set(struct utree *t, struct ut_chunk ***slot,
 			  struct ut_chunk **l2)
 {
@@ -80,6 +77,10 @@ static void dir_level_set(struct utree *t, struct ut_chunk ***slot,
 	atomic64_add(UT_DIR_L2 * sizeof(*l2), &t->dram_bytes);
 }
 
+/*
+ * Enter @c in the directory. Context: alloc_lock held or no concurrency;
+ * ut_chunk_get() reads it without the lock.
+ */
 static int dir_set(struct utree *t, struct ut_chunk *c, gfp_t gfp)
 {
 	struct ut_chunk ***slot = &t->dir[c->id / UT_DIR_L2];
