@@ -13,26 +13,29 @@
  * Locking: a CPU's limbo list is touched by that CPU with preemption off
  * and by barrier/destroy under its lock.
  *
- * Memory: a limbo list grows (GFP_ATOMIC) once it is half full, so a
- * failed allocation leaves room and the next retire tries again; only
- * as many failures in a row as the list has free slots fill it. A full
- * list outside a section waits for a barrier; inside one (where waiting
- * would wait for ourselves) it frees what the epochs allow, and only if
- * that frees nothing is the object abandoned (pmidx_epoch_retire_fn()),
- * and counted in @abandoned: the owner of a pool object makes the next
- * attach trace (pmidx_pool_close(), ccl's own epoch), a DRAM object's
- * memory is lost.
+ * Memory: a limbo list grows once it is half full, with GFP_ATOMIC where
+ * the retire runs. If that fails, @grow_work grows it with GFP_KERNEL
+ * (an unbound worker, on another CPU) while its other half takes the
+ * retirees. A full list outside a section waits for a barrier; inside one
+ * (where waiting for the epochs could wait for ourselves) it frees what
+ * the epochs allow and waits a while for the worker. Only if that fails
+ * too is the object abandoned (pmidx_epoch_retire_fn()) and counted in
+ * @abandoned: the owner of a pool object makes the next attach trace
+ * (pmidx_pool_close(), ccl's own epoch). A DRAM object's memory would be
+ * lost, so a section that retires one makes sure of its room first
+ * (pmidx_epoch_room()), while it can still back off.
  */
 #include <linux/errno.h>
 #include <linux/limits.h>
-#include <linux/minmax.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 #include "epoch.h"
 
 #define LIMBO_BATCH	64	/* try to advance after this many retires */
 #define LIMBO_FIRST	16	/* slots each CPU's list starts with */
-#define LIMBO_SPINS	4096	/* a full list's waits for the epochs */
+#define LIMBO_WAIT_NS	NSEC_PER_MSEC	/* a full list's wait for room */
 
 struct limbo {
 	u64		obj;
@@ -56,6 +59,63 @@ struct pmidx_epoch_cpu {
 	unsigned int	nr, cap;
 };
 
+/* Put @n (@cap slots) in place of @c's list. Context: @c->lock held. */
+static void limbo_install(struct pmidx_epoch_cpu *c, struct limbo *n,
+			  unsigned int cap)
+{
+	if (c->nr)
+		memcpy(n, c->items, c->nr * sizeof(*n));
+	kfree(c->items);
+	c->items = n;
+	c->cap = cap;
+}
+
+/* Context: @c->lock held. */
+static int limbo_grow(struct pmidx_epoch_cpu *c)
+{
+	/* the worker tries again where it may sleep: no warning */
+	struct limbo *n = kmalloc_array(2 * c->cap, sizeof(*n),
+					GFP_ATOMIC | __GFP_NOWARN);
+
+	if (!n)
+		return -ENOMEM;
+	limbo_install(c, n, 2 * c->cap);
+	return 0;
+}
+
+/* @grow_work: double every list that is half full, sleeping for memory. */
+static void limbo_grow_work(struct work_struct *work)
+{
+	struct pmidx_epoch *e = container_of(work, struct pmidx_epoch,
+					     grow_work);
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
+		struct limbo *n;
+		unsigned int cap;
+
+		spin_lock(&c->lock);
+		cap = c->cap;
+		if (c->nr < cap / 2) {
+			spin_unlock(&c->lock);
+			continue;
+		}
+		spin_unlock(&c->lock);
+		n = kmalloc_array(2 * cap, sizeof(*n), GFP_KERNEL);
+		if (!n)
+			continue;
+		spin_lock(&c->lock);
+		/* grown meanwhile by a retire: keep its list */
+		if (c->cap == cap) {
+			limbo_install(c, n, 2 * cap);
+			n = NULL;
+		}
+		spin_unlock(&c->lock);
+		kfree(n);
+	}
+}
+
 int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),
 		     void *ctx)
 {
@@ -65,6 +125,7 @@ int pmidx_epoch_init(struct pmidx_epoch *e, void (*free_fn)(void *ctx, u64 obj),
 	e->free_fn = free_fn;
 	e->ctx = ctx;
 	spin_lock_init(&e->advance_lock);
+	INIT_WORK(&e->grow_work, limbo_grow_work);
 	e->pcpu = alloc_percpu(struct pmidx_epoch_cpu);
 	if (!e->pcpu)
 		return -ENOMEM;
@@ -151,33 +212,35 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 	spin_unlock(&c->lock);
 }
 
-/* The epoch of the oldest retiree. Context: @c->lock held, @c->nr > 0. */
-static u64 limbo_oldest(const struct pmidx_epoch_cpu *c)
+/**
+ * pmidx_epoch_room - make sure this CPU's list takes @n more retirees
+ *
+ * For a section about to retire objects that must not be abandoned (DRAM,
+ * whose memory would be lost): asked before the change, a false answer
+ * lets the caller back off, leave the section and make room where it may
+ * sleep (pmidx_epoch_barrier()). No other section runs on this CPU until
+ * ours ends, so the room stays ours.
+ *
+ * Context: inside a section; may not sleep.
+ */
+bool pmidx_epoch_room(struct pmidx_epoch *e, unsigned int n)
 {
-	u64 oldest = U64_MAX;
-	unsigned int i;
+	struct pmidx_epoch_cpu *c = this_cpu_ptr(e->pcpu);
+	bool room;
 
-	for (i = 0; i < c->nr; i++)
-		oldest = min(oldest, c->items[i].epoch);
-	return oldest;
-}
-
-/* Context: @c->lock held. */
-static int limbo_grow(struct pmidx_epoch_cpu *c)
-{
-	unsigned int cap = 2 * c->cap;
-	/* tried again by the next retire: no warning */
-	struct limbo *n = kmalloc_array(cap, sizeof(*n),
-					GFP_ATOMIC | __GFP_NOWARN);
-
-	if (!n)
-		return -ENOMEM;
-	if (c->nr)
-		memcpy(n, c->items, c->nr * sizeof(*n));
-	kfree(c->items);
-	c->items = n;
-	c->cap = cap;
-	return 0;
+	spin_lock(&c->lock);
+	room = c->cap - c->nr >= n;
+	spin_unlock(&c->lock);
+	if (room)
+		return true;
+	collect(e, c, try_advance(e));
+	spin_lock(&c->lock);
+	room = c->cap - c->nr >= n ||
+	       (!limbo_grow(c) && c->cap - c->nr >= n);
+	spin_unlock(&c->lock);
+	if (!room)
+		queue_work(system_unbound_wq, &e->grow_work);
+	return room;
 }
 
 /**
@@ -196,8 +259,8 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 			   void (*fn)(void *ctx, u64 obj), void *ctx)
 {
 	struct pmidx_epoch_cpu *c;
-	bool reclaim = false;
-	unsigned int spins;
+	bool reclaim = false, grow = false;
+	u64 deadline;
 	struct limbo *l;
 	u64 g;
 
@@ -211,20 +274,28 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	 * Pairs with the barrier in pmidx_epoch_enter().
 	 */
 	smp_mb__after_spinlock();
-	/* ahead: a failure leaves room */
-	if (c->nr >= c->cap / 2 && limbo_grow(c))
+	/* ahead: a failure leaves room, and the worker grows it meanwhile */
+	if (c->nr >= c->cap / 2 && limbo_grow(c)) {
 		reclaim = true;
+		grow = true;
+	}
 	/*
 	 * Inside a section: make room with what the epochs allow. What was
 	 * retired before this section is freed once the other CPUs' sections
-	 * (short, preemption is off in them) let the epoch advance twice:
-	 * wait for that, a while. What this section retired waits for its
-	 * end.
+	 * (short, preemption is off in them) let the epoch advance twice;
+	 * the worker, on another CPU, may grow the list meanwhile. Wait for
+	 * either, a while: a time, not a count, as the worker has to be
+	 * scheduled. What this section retired waits for its end.
 	 */
-	for (spins = 0; c->nr == c->cap && READ_ONCE(c->active) &&
-	     spins < LIMBO_SPINS && limbo_oldest(c) < READ_ONCE(c->active);
-	     spins++) {
+	for (deadline = 0; c->nr == c->cap && READ_ONCE(c->active);) {
+		u64 now = ktime_get_ns();
+
+		if (!deadline)
+			deadline = now + LIMBO_WAIT_NS;
+		else if (now > deadline)
+			break;
 		spin_unlock(&c->lock);
+		queue_work(system_unbound_wq, &e->grow_work);
 		collect(e, c, try_advance(e));
 		cpu_relax();
 		spin_lock(&c->lock);
@@ -241,11 +312,11 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 			return;
 		}
 		/*
-		 * Out of memory inside a section, every retiree still
-		 * visible: waiting would deadlock on ourselves and freeing
-		 * now is unsafe. Abandon the object; the pool then skips its
-		 * clean detach so the next attach traces and reclaims it
-		 * (see pmidx_pool_close()). A DRAM object is lost.
+		 * Out of memory inside a section, the worker too late, and
+		 * every retiree still visible: waiting longer could wait for
+		 * ourselves, and freeing now is unsafe. Abandon the object;
+		 * the pool then skips its clean detach so the next attach
+		 * traces and reclaims it (see pmidx_pool_close()).
 		 */
 		atomic_long_inc(&e->abandoned);
 		return;
@@ -259,6 +330,8 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	if (c->nr % LIMBO_BATCH == 0)
 		reclaim = true;
 	spin_unlock(&c->lock);
+	if (grow)
+		queue_work(system_unbound_wq, &e->grow_work);
 	/* a list that cannot grow is emptied as soon as the epochs allow */
 	if (reclaim) {
 		g = try_advance(e);
@@ -294,13 +367,14 @@ void pmidx_epoch_barrier(struct pmidx_epoch *e)
 		collect(e, per_cpu_ptr(e->pcpu, cpu), target);
 }
 
-/* Context: no section runs any more. */
+/* Context: process context; no section runs any more. */
 void pmidx_epoch_destroy(struct pmidx_epoch *e)
 {
 	int cpu;
 
 	if (!e->pcpu)
 		return;
+	cancel_work_sync(&e->grow_work);
 	for_each_possible_cpu(cpu) {
 		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
 

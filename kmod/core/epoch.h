@@ -11,6 +11,7 @@
 #include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 struct pmidx_epoch_cpu;
 
@@ -20,6 +21,7 @@ struct pmidx_epoch {
 	void				(*free_fn)(void *ctx, u64 obj);
 	void				*ctx;
 	spinlock_t			advance_lock;
+	struct work_struct		grow_work;	/* limbo lists, where it may sleep */
 	atomic_long_t			abandoned;	/* objects that could not be retired */
 };
 
@@ -32,6 +34,7 @@ void pmidx_epoch_retire(struct pmidx_epoch *e, u64 obj);
 /* like pmidx_epoch_retire(), but @fn(@ctx, @obj) frees it instead of free_fn */
 void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 			   void (*fn)(void *ctx, u64 obj), void *ctx);
+bool pmidx_epoch_room(struct pmidx_epoch *e, unsigned int n);
 void pmidx_epoch_barrier(struct pmidx_epoch *e);	/* free all retired, waiting */
 
 #endif /* _PMIDX_EPOCH_H */

@@ -68,7 +68,9 @@
  *
  * Held objects (wal.h, "Lifetime rule"). pmidx_wal_retire() files an
  * object in the newest block of @held whose recycle counts equal the
- * current ones (else in a new block); a recycle of side s bumps
+ * current ones (else in a new block: one of @held_spare, made ahead
+ * where sleeping is allowed, so that a shortage of atomic memory does not
+ * abandon objects); a recycle of side s bumps
  * recycled[s] once its chunks are durably FREE, then releases every block
  * both of whose counts are now behind. An entry naming the object was
  * appended before the retire, so it lies in a side that was not being
@@ -87,6 +89,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/workqueue.h>
 #include "parallel.h"
 #include "wal.h"
 
@@ -389,6 +392,60 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 	kfree(c);
 }
 
+/*
+ * Make @held_spare up to PMIDX_WAL_HELD_SPARES blocks.
+ * Context: may sleep. Return: 0 or -ENOMEM.
+ */
+static int held_spare_fill(struct pmidx_wal *w)
+{
+	struct pmidx_wal_held *b;
+
+	while (READ_ONCE(w->nspare) < PMIDX_WAL_HELD_SPARES) {
+		b = kmalloc(sizeof(*b), GFP_KERNEL);
+		if (!b)
+			return -ENOMEM;
+		spin_lock(&w->held_lock);
+		list_add(&b->node, &w->held_spare);
+		WRITE_ONCE(w->nspare, w->nspare + 1);
+		spin_unlock(&w->held_lock);
+	}
+	return 0;
+}
+
+static void held_spare_work(struct work_struct *work)
+{
+	held_spare_fill(container_of(work, struct pmidx_wal, held_work));
+}
+
+/**
+ * pmidx_wal_prepare - make the blocks that retires take ready
+ *
+ * For an engine about to retire many objects in one section (a walk that
+ * flushes nodes): pmidx_wal_retire() then needs no memory for
+ * PMIDX_WAL_HELD_SPARES blocks' worth, whatever atomic memory there is.
+ *
+ * Context: process context, outside epoch sections; may sleep.
+ */
+void pmidx_wal_prepare(struct pmidx_wal *w)
+{
+	held_spare_fill(w);
+}
+
+/* The block a retire files in now, or NULL. Context: @held_lock held. */
+static struct pmidx_wal_held *held_newest(struct pmidx_wal *w)
+{
+	struct pmidx_wal_held *b;
+
+	if (list_empty(&w->held))
+		return NULL;
+	b = list_last_entry(&w->held, struct pmidx_wal_held, node);
+	if (b->n < PMIDX_WAL_HELD_BLOCK &&
+	    b->recycled[0] == w->recycled[0] &&
+	    b->recycled[1] == w->recycled[1])
+		return b;
+	return NULL;
+}
+
 /* Move the held blocks whose counts are both behind onto @out. */
 static void held_take_released(struct pmidx_wal *w, struct list_head *out)
 {
@@ -462,6 +519,8 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 	held_take_released(w, &released);
 	spin_unlock(&w->held_lock);
 	held_release(w, &released);
+	/* the next retire starts a block */
+	held_spare_fill(w);
 }
 
 /**
@@ -470,44 +529,47 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
  * The object is held until both sides have been recycled, then handed to
  * the release callback given at open (wal.h, "Lifetime rule"). The caller
  * guarantees that no entry naming @off is appended after this call.
- * Without memory for the bookkeeping the object is abandoned: it stays
- * allocated and the pool's next attach traces, which finds it again.
+ * A new block is one of the spares made ahead; only when they are gone
+ * and atomic memory is short too is the object abandoned: it stays allocated and
+ * the pool's next attach traces, which finds it again.
  *
  * Context: any; does not sleep.
  */
 void pmidx_wal_retire(struct pmidx_wal *w, u64 off)
 {
-	struct pmidx_wal_held *b, *nb = NULL;
 	size_t size = pmidx_alloc_size(&w->pool->alloc, off);
+	struct pmidx_wal_held *b;
+	bool want = false;
 
-	for (;;) {
-		spin_lock(&w->held_lock);
-		b = list_empty(&w->held) ? NULL :
-			list_last_entry(&w->held, struct pmidx_wal_held, node);
-		if (b && b->n < PMIDX_WAL_HELD_BLOCK &&
-		    b->recycled[0] == w->recycled[0] &&
-		    b->recycled[1] == w->recycled[1])
-			break;
-		if (nb) {
-			nb->recycled[0] = w->recycled[0];
-			nb->recycled[1] = w->recycled[1];
-			list_add_tail(&nb->node, &w->held);
-			b = nb;
-			nb = NULL;
-			break;
+	spin_lock(&w->held_lock);
+	b = held_newest(w);
+	if (!b) {
+		b = list_first_entry_or_null(&w->held_spare,
+					     struct pmidx_wal_held, node);
+		if (b) {
+			list_del(&b->node);
+			WRITE_ONCE(w->nspare, w->nspare - 1);
+		} else {
+			/* the worker makes the next ones: no warning */
+			b = kmalloc(sizeof(*b), GFP_ATOMIC | __GFP_NOWARN);
 		}
-		spin_unlock(&w->held_lock);
-		nb = kmalloc(sizeof(*nb), GFP_ATOMIC);
-		if (!nb) {
+		want = w->nspare < PMIDX_WAL_HELD_SPARES;
+		if (!b) {
+			spin_unlock(&w->held_lock);
 			WRITE_ONCE(w->abandoned, true);
+			queue_work(system_unbound_wq, &w->held_work);
 			return;
 		}
-		nb->n = 0;
+		b->n = 0;
+		b->recycled[0] = w->recycled[0];
+		b->recycled[1] = w->recycled[1];
+		list_add_tail(&b->node, &w->held);
 	}
 	b->off[b->n++] = off;
 	atomic64_add(size, &w->held_bytes);
 	spin_unlock(&w->held_lock);
-	kfree(nb);
+	if (want)
+		queue_work(system_unbound_wq, &w->held_work);
 }
 
 /**
@@ -543,8 +605,12 @@ int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n)
 static void wal_free_dram(struct pmidx_wal *w)
 {
 	struct pmidx_wal_chunk *c, *tmp;
+	struct pmidx_wal_held *b, *nb;
 	int i;
 
+	cancel_work_sync(&w->held_work);
+	list_for_each_entry_safe(b, nb, &w->held_spare, node)
+		kfree(b);
 	list_for_each_entry_safe(c, tmp, &w->free, node)
 		kfree(c);
 	for (i = 0; i < 2; i++)
@@ -634,6 +700,8 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 	w->release_ctx = cfg->ctx;
 	spin_lock_init(&w->held_lock);
 	INIT_LIST_HEAD(&w->held);
+	INIT_LIST_HEAD(&w->held_spare);
+	INIT_WORK(&w->held_work, held_spare_work);
 	atomic64_set(&w->held_bytes, 0);
 	w->max_free = clamp(num_online_cpus(), 2U, 8U);
 	spin_lock_init(&w->lock);
@@ -692,6 +760,9 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 		pmidx_persist(&pool->pm, &w->dir->version,
 			      sizeof(w->dir->version));
 	}
+	ret = held_spare_fill(w);
+	if (ret)
+		goto err;
 	*out = w;
 	return 0;
 err:

@@ -130,6 +130,7 @@ struct pmidx_wal_cpu {
 };
 
 #define PMIDX_WAL_HELD_BLOCK	507	/* a block is 4 KiB */
+#define PMIDX_WAL_HELD_SPARES	2	/* blocks made ahead (pmidx_wal_prepare()) */
 
 /*
  * Objects handed to pmidx_wal_retire() while the recycle counts were
@@ -167,8 +168,11 @@ struct pmidx_wal_cfg {
  *               no cache line (pmidx_wal_bytes() reads it approximately)
  * @chunk_bytes: bytes of every chunk the log holds (used and free)
  * @written:     an append happened since open (set once, read-mostly)
- * @held_lock:   protects @held and @recycled (innermost lock)
+ * @held_lock:   protects @held, @held_spare and @recycled (innermost lock)
  * @held:        blocks of held objects, oldest first
+ * @held_spare:  the next blocks (@nspare of them), made where sleeping is
+ *               allowed (@held_work, a recycle, pmidx_wal_prepare()): a
+ *               retire inside an engine's section needs no memory
  * @recycled:    per side, recycles completed (chunks durably FREE)
  * @held_bytes:  allocator bytes of the held objects
  * @abandoned:   an object could not be held (no memory): it stays
@@ -194,6 +198,9 @@ struct pmidx_wal {
 	void				*release_ctx;
 	spinlock_t			held_lock;
 	struct list_head		held;
+	struct list_head		held_spare;
+	unsigned int			nspare;
+	struct work_struct		held_work;
 	u64				recycled[2];
 	atomic64_t			held_bytes;
 	bool				abandoned;
@@ -212,6 +219,7 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		     u64 ts, u8 flags);
 void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side);
 void pmidx_wal_retire(struct pmidx_wal *w, u64 off);
+void pmidx_wal_prepare(struct pmidx_wal *w);
 int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n);
 void pmidx_wal_close(struct pmidx_wal *w);
 void pmidx_wal_destroy(struct pmidx_wal *w);

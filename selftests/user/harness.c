@@ -17,7 +17,6 @@ bool ut_verbose;
 
 static jmp_buf ut_jmp;
 static unsigned long ut_warns_expected;
-static long ut_leaks_allowed;
 static bool ut_in_test;
 static unsigned int ut_failures;	/* of the current test */
 static __thread u64 ut_rs;
@@ -37,11 +36,6 @@ u64 ut_rand64(void)
 void ut_expect_warns(unsigned long n)
 {
 	__atomic_fetch_add(&ut_warns_expected, n, __ATOMIC_RELAXED);
-}
-
-void ut_allow_leaks(long n)
-{
-	__atomic_fetch_add(&ut_leaks_allowed, n, __ATOMIC_RELAXED);
 }
 
 void ut_note(const char *fmt, ...)
@@ -157,7 +151,6 @@ int ut_main(int argc, char **argv, const char *suite,
 		pc = shim_percpu_live();
 		warns = shim_warn_count();
 		ut_warns_expected = 0;
-		ut_leaks_allowed = 0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		run_one(tests[i].fn);
 		shim_set_warn_fatal(true);
@@ -171,8 +164,7 @@ int ut_main(int argc, char **argv, const char *suite,
 				"%lu WARN(s), %lu expected",
 				shim_warn_count() - warns, ut_warns_expected);
 		if (!ut_failures &&
-		    (shim_kmalloc_live() < km ||
-		     shim_kmalloc_live() > km + ut_leaks_allowed ||
+		    (shim_kmalloc_live() != km ||
 		     shim_percpu_live() != pc))
 			ut_fail(__FILE__, __LINE__, false,
 				"leak: %ld kmalloc, %ld percpu objects",

@@ -38,11 +38,6 @@ void ut_fail(const char *file, int line, bool fatal, const char *fmt, ...)
 void ut_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* the current test provokes @n WARNs on purpose (with them non-fatal) */
 void ut_expect_warns(unsigned long n);
-/*
- * The current test may leave up to @n kmalloc objects behind: DRAM objects
- * the engines' epochs abandoned on purpose (core/epoch.c), counted.
- */
-void ut_allow_leaks(long n);
 
 #define UT_CHECK(cond) ({						\
 	bool __c = !!(cond);						\

@@ -153,6 +153,12 @@ int ccl_res_fill(struct ccl_tree *t, struct ccl_res *res)
 
 	if (++res->tries > 16)
 		return -ENOMEM;
+	pmidx_wal_prepare(t->wal);
+	if (res->want_room) {
+		/* everything retired so far is freed: the lists have room */
+		pmidx_epoch_barrier(&t->epoch);
+		res->want_room = false;
+	}
 	if (res->want_log) {
 		/* -ENOSPC: the pool is full after all (write_kv() collects) */
 		ret = pmidx_wal_reserve(t->wal, 1);
@@ -245,6 +251,8 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 			return ret;
 		if (!nx)
 			return 0;
+		/* the next run's flushes retire without memory */
+		pmidx_wal_prepare(t->wal);
 		cond_resched();
 	}
 }

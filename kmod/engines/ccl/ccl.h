@@ -272,12 +272,14 @@ struct ccl_inode {
  * @want_in: spare inner nodes the splitter wants in t->spare
  * @want_log: a log chunk could not get its DRAM side atomically (the log
  *           answered -ENOMEM): make one ready (pmidx_wal_reserve())
+ * @want_room: this CPU's epoch list had no room for a DRAM retiree
+ *           (pmidx_epoch_room()): free what was retired (a barrier)
  * @tries:   rounds so far, to give up under lasting memory pressure
  */
 struct ccl_res {
 	struct ccl_bnode	*bn;
 	struct ccl_fence	*fence;
-	bool			want_bn, want_fence, want_log;
+	bool			want_bn, want_fence, want_log, want_room;
 	unsigned int		want_in;
 	unsigned int		tries;
 };

@@ -254,6 +254,11 @@ int ccl_flush(struct ccl_tree *t, struct ccl_bnode *b, u64 *h,
 	u64 ts;
 
 	if (ovf) {
+		/* retired below: DRAM must not be abandoned (core/epoch.c) */
+		if (!pmidx_epoch_room(&t->epoch, 1)) {
+			res->want_room = true;
+			return CCL_NEEDRES;
+		}
 		/* writers drain the overflow before using the slots */
 		WARN_ON_ONCE(pos || nextra);
 		e = ovf->e;

@@ -116,6 +116,13 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 
 	if (bn_pos(*rh) || r->ovf)
 		return;
+	/*
+	 * Room for the three retirees below (core/epoch.c: DRAM must not
+	 * be abandoned); without it the nodes stay apart until a later
+	 * flush merges them.
+	 */
+	if (!pmidx_epoch_room(&t->epoch, 3))
+		return;
 	p = ccl_inner_lock_parent(t, r, &idx);
 	if (!p)
 		return;

@@ -23,20 +23,4 @@
 #endif
 #endif
 
-/*
- * Objects this thread allocates between the two calls are not reported
- * by LeakSanitizer at exit: for a test that leaks a counted number on
- * purpose (the harness's own check, ut_allow_leaks(), still bounds it).
- */
-#ifdef SHIM_ASAN
-/* weak: the prefix build's kernel-address mode has no LeakSanitizer */
-void __lsan_disable(void) __attribute__((weak));
-void __lsan_enable(void) __attribute__((weak));
-#define shim_lsan_disable()	do { if (__lsan_disable) __lsan_disable(); } while (0)
-#define shim_lsan_enable()	do { if (__lsan_enable) __lsan_enable(); } while (0)
-#else
-#define shim_lsan_disable()	do { } while (0)
-#define shim_lsan_enable()	do { } while (0)
-#endif
-
 #endif /* _SHIM_SANITIZER_H */
