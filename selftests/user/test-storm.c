@@ -373,6 +373,78 @@ static void storm_epoch_memory_short(void)
 	UT_EQ(shim_kmalloc_live(), live);
 }
 
+/*
+ * The contract of pmidx_epoch_room(), which ccl keeps for its DRAM: a
+ * section that was answered yes retires that many objects and none is
+ * abandoned, whatever atomic memory there is; one answered no backs off
+ * (leaves, and a barrier frees what was retired). Threads' sections of
+ * three retirees each, every allocation that may not sleep failing: the
+ * lists fill and the answers are no now and then.
+ */
+#define ROOM_SECTIONS	3000
+
+struct room_ctx {
+	struct pmidx_epoch	e;
+	atomic_long_t		freed, retired, refused;
+};
+
+static void room_free(void *ctx, u64 obj)
+{
+	atomic_long_inc(&((struct room_ctx *)ctx)->freed);
+	kfree((void *)(uintptr_t)obj);
+}
+
+static int room_worker(void *arg, unsigned int w)
+{
+	struct room_ctx *c = arg;
+	void *p[3];
+	unsigned int i, k;
+
+	for (i = 0; i < ROOM_SECTIONS; i++) {
+		for (k = 0; k < 3; k++) {
+			p[k] = kmalloc(32, GFP_KERNEL);
+			if (!p[k])
+				return -ENOMEM;
+		}
+		pmidx_epoch_enter(&c->e);
+		while (!pmidx_epoch_room(&c->e, 3)) {
+			pmidx_epoch_exit(&c->e);
+			atomic_long_inc(&c->refused);
+			pmidx_epoch_barrier(&c->e);
+			pmidx_epoch_enter(&c->e);
+		}
+		for (k = 0; k < 3; k++)
+			pmidx_epoch_retire_fn(&c->e, (u64)(uintptr_t)p[k],
+					      room_free, c);
+		pmidx_epoch_exit(&c->e);
+		atomic_long_add(3, &c->retired);
+	}
+	return 0;
+}
+
+static void storm_epoch_room(void)
+{
+	struct room_ctx *c = calloc(1, sizeof(*c));
+	long live = shim_kmalloc_live();
+	unsigned int n = max(4U, ut_threads);
+
+	UT_ASSERT(c);
+	UT_EQ(pmidx_epoch_init(&c->e, room_free, c), 0);
+	shim_fail_atomic(true);
+	UT_EQ(pmidx_run_parallel(n, room_worker, c), 0);
+	shim_fail_atomic(false);
+	UT_EQ(atomic_long_read(&c->e.abandoned), 0);
+	pmidx_epoch_barrier(&c->e);
+	UT_EQ(atomic_long_read(&c->freed), atomic_long_read(&c->retired));
+	UT_EQ(atomic_long_read(&c->retired), (long)n * ROOM_SECTIONS * 3);
+	pmidx_epoch_destroy(&c->e);
+	UT_EQ(shim_kmalloc_live(), live);
+	ut_note("%u threads, %ld retired, %ld sections backed off",
+		n, atomic_long_read(&c->retired),
+		atomic_long_read(&c->refused));
+	free(c);
+}
+
 static const struct ut_test tests[] = {
 	UT_TEST(storm_alloc_test),
 	UT_TEST(storm_cross_thread_free),
@@ -380,6 +452,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(storm_oversubscribed),
 	UT_TEST(storm_epoch_reclaim),
 	UT_TEST(storm_epoch_memory_short),
+	UT_TEST(storm_epoch_room),
 };
 
 int main(int argc, char **argv)
