@@ -11,14 +11,14 @@
  * still see them is running then.
  *
  * Locking: a CPU's limbo list is touched by that CPU with preemption off
- * and by barrier/destroy under its lock.
+ * and by barrier/destroy and the grow worker, under its lock.
  *
  * Memory: a limbo list grows once it is half full, with GFP_ATOMIC where
  * the retire runs. If that fails, @grow_work grows it with GFP_KERNEL
- * (an unbound worker, on another CPU) while its other half takes the
- * retirees. A full list outside a section waits for a barrier; inside one
- * (where waiting for the epochs could wait for ourselves) it frees what
- * the epochs allow and waits a while for the worker. Only if that fails
+ * (an unbound worker) while its other half takes the retirees. A full
+ * list outside a section waits for a barrier; inside one (where waiting
+ * for the epochs could wait for ourselves) it frees what the epochs allow
+ * and waits a while for the worker, once per section. Only if that fails
  * too is the object abandoned (pmidx_epoch_retire_fn()) and counted in
  * @abandoned: the owner of a pool object makes the next attach trace
  * (pmidx_pool_close(), ccl's own epoch). A DRAM object's memory would be
@@ -54,6 +54,7 @@ static void limbo_free(struct pmidx_epoch *e, const struct limbo *l)
 
 struct pmidx_epoch_cpu {
 	u64		active;		/* epoch entered, 0 = quiescent */
+	u64		waited;		/* @active of a section whose wait failed */
 	spinlock_t	lock;		/* protects the limbo array */
 	struct limbo	*items;
 	unsigned int	nr, cap;
@@ -102,7 +103,8 @@ static void limbo_grow_work(struct work_struct *work)
 			continue;
 		}
 		spin_unlock(&c->lock);
-		n = kmalloc_array(2 * cap, sizeof(*n), GFP_KERNEL);
+		/* a long list may want a high order: fail, do not warn */
+		n = kmalloc_array(2 * cap, sizeof(*n), GFP_KERNEL | __GFP_NOWARN);
 		if (!n)
 			continue;
 		spin_lock(&c->lock);
@@ -283,11 +285,13 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	 * Inside a section: make room with what the epochs allow. What was
 	 * retired before this section is freed once the other CPUs' sections
 	 * (short, preemption is off in them) let the epoch advance twice;
-	 * the worker, on another CPU, may grow the list meanwhile. Wait for
-	 * either, a while: a time, not a count, as the worker has to be
-	 * scheduled. What this section retired waits for its end.
+	 * the worker may grow the list meanwhile. Wait for either, a while:
+	 * a time, not a count, as the worker has to be scheduled; and once
+	 * per section (preemption is off), not once per retiree. What this
+	 * section retired waits for its end.
 	 */
-	for (deadline = 0; c->nr == c->cap && READ_ONCE(c->active);) {
+	for (deadline = 0; c->nr == c->cap && READ_ONCE(c->active) &&
+	     c->waited != READ_ONCE(c->active);) {
 		u64 now = ktime_get_ns();
 
 		if (!deadline)
@@ -304,6 +308,7 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 		struct limbo now = { .obj = obj, .fn = fn, .ctx = ctx };
 		bool in_section = READ_ONCE(c->active);
 
+		c->waited = READ_ONCE(c->active);
 		spin_unlock(&c->lock);
 		preempt_enable();
 		if (!in_section) {

@@ -392,6 +392,19 @@ static void chunk_release(struct pmidx_wal *w, struct pmidx_wal_chunk *c)
 	kfree(c);
 }
 
+/* Keep @b as a spare if fewer than PMIDX_WAL_HELD_SPARES are; else free it. */
+static void held_spare_put(struct pmidx_wal *w, struct pmidx_wal_held *b)
+{
+	spin_lock(&w->held_lock);
+	if (w->nspare < PMIDX_WAL_HELD_SPARES) {
+		list_add(&b->node, &w->held_spare);
+		WRITE_ONCE(w->nspare, w->nspare + 1);
+		b = NULL;
+	}
+	spin_unlock(&w->held_lock);
+	kfree(b);
+}
+
 /*
  * Make @held_spare up to PMIDX_WAL_HELD_SPARES blocks.
  * Context: may sleep. Return: 0 or -ENOMEM.
@@ -404,10 +417,7 @@ static int held_spare_fill(struct pmidx_wal *w)
 		b = kmalloc(sizeof(*b), GFP_KERNEL);
 		if (!b)
 			return -ENOMEM;
-		spin_lock(&w->held_lock);
-		list_add(&b->node, &w->held_spare);
-		WRITE_ONCE(w->nspare, w->nspare + 1);
-		spin_unlock(&w->held_lock);
+		held_spare_put(w, b);
 	}
 	return 0;
 }
@@ -473,7 +483,7 @@ static void held_release(struct pmidx_wal *w, struct list_head *list)
 			w->release(w->release_ctx, b->off[i]);
 		}
 		list_del(&b->node);
-		kfree(b);
+		held_spare_put(w, b);
 		cond_resched();
 	}
 }
@@ -530,44 +540,53 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
  * the release callback given at open (wal.h, "Lifetime rule"). The caller
  * guarantees that no entry naming @off is appended after this call.
  * A new block is one of the spares made ahead; only when they are gone
- * and atomic memory is short too is the object abandoned: it stays allocated and
- * the pool's next attach traces, which finds it again.
+ * and atomic memory is short too is the object abandoned: it stays
+ * allocated, and the pool's next attach traces, which finds it again.
  *
  * Context: any; does not sleep.
  */
 void pmidx_wal_retire(struct pmidx_wal *w, u64 off)
 {
 	size_t size = pmidx_alloc_size(&w->pool->alloc, off);
-	struct pmidx_wal_held *b;
+	struct pmidx_wal_held *b, *nb = NULL;
 	bool want = false;
 
 	spin_lock(&w->held_lock);
 	b = held_newest(w);
 	if (!b) {
-		b = list_first_entry_or_null(&w->held_spare,
-					     struct pmidx_wal_held, node);
-		if (b) {
-			list_del(&b->node);
+		nb = list_first_entry_or_null(&w->held_spare,
+					      struct pmidx_wal_held, node);
+		if (nb) {
+			list_del(&nb->node);
 			WRITE_ONCE(w->nspare, w->nspare - 1);
 		} else {
+			spin_unlock(&w->held_lock);
 			/* the worker makes the next ones: no warning */
-			b = kmalloc(sizeof(*b), GFP_ATOMIC | __GFP_NOWARN);
+			nb = kmalloc(sizeof(*nb), GFP_ATOMIC | __GFP_NOWARN);
+			if (!nb) {
+				WRITE_ONCE(w->abandoned, true);
+				queue_work(system_unbound_wq, &w->held_work);
+				return;
+			}
+			spin_lock(&w->held_lock);
 		}
 		want = w->nspare < PMIDX_WAL_HELD_SPARES;
+		/* unless another retire started one while we allocated */
+		b = held_newest(w);
 		if (!b) {
-			spin_unlock(&w->held_lock);
-			WRITE_ONCE(w->abandoned, true);
-			queue_work(system_unbound_wq, &w->held_work);
-			return;
+			b = nb;
+			nb = NULL;
+			b->n = 0;
+			b->recycled[0] = w->recycled[0];
+			b->recycled[1] = w->recycled[1];
+			list_add_tail(&b->node, &w->held);
 		}
-		b->n = 0;
-		b->recycled[0] = w->recycled[0];
-		b->recycled[1] = w->recycled[1];
-		list_add_tail(&b->node, &w->held);
 	}
 	b->off[b->n++] = off;
 	atomic64_add(size, &w->held_bytes);
 	spin_unlock(&w->held_lock);
+	if (nb)
+		held_spare_put(w, nb);
 	if (want)
 		queue_work(system_unbound_wq, &w->held_work);
 }

@@ -168,7 +168,8 @@ struct pmidx_wal_cfg {
  *               no cache line (pmidx_wal_bytes() reads it approximately)
  * @chunk_bytes: bytes of every chunk the log holds (used and free)
  * @written:     an append happened since open (set once, read-mostly)
- * @held_lock:   protects @held, @held_spare and @recycled (innermost lock)
+ * @held_lock:   protects @held, @held_spare, @nspare and @recycled
+ *               (innermost lock; no allocation under it)
  * @held:        blocks of held objects, oldest first
  * @held_spare:  the next blocks (@nspare of them), made where sleeping is
  *               allowed (@held_work, a recycle, pmidx_wal_prepare()): a

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <linux/prandom.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
 #include <shim/shim.h>
 #include "core/alloc_test.h"
 #include "core/epoch.h"
@@ -376,15 +377,17 @@ static void storm_epoch_memory_short(void)
 /*
  * The contract of pmidx_epoch_room(), which ccl keeps for its DRAM: a
  * section that was answered yes retires that many objects and none is
- * abandoned, whatever atomic memory there is; one answered no backs off
- * (leaves, and a barrier frees what was retired). Threads' sections of
- * three retirees each, every allocation that may not sleep failing: the
- * lists fill and the answers are no now and then.
+ * abandoned, whatever memory there is; one answered no backs off (leaves,
+ * and a barrier frees what was retired). Every allocation fails, so no
+ * list grows, and one thread holds a section open (the epoch cannot
+ * advance) until another has been answered no: the others' lists fill.
  */
 #define ROOM_SECTIONS	3000
 
 struct room_ctx {
 	struct pmidx_epoch	e;
+	void			**objs;
+	atomic_t		pinned;
 	atomic_long_t		freed, retired, refused;
 };
 
@@ -397,15 +400,22 @@ static void room_free(void *ctx, u64 obj)
 static int room_worker(void *arg, unsigned int w)
 {
 	struct room_ctx *c = arg;
-	void *p[3];
+	void **p = c->objs + (size_t)w * ROOM_SECTIONS * 3;
+	u64 until = ktime_get_ns() + 10 * NSEC_PER_SEC;
 	unsigned int i, k;
 
-	for (i = 0; i < ROOM_SECTIONS; i++) {
-		for (k = 0; k < 3; k++) {
-			p[k] = kmalloc(32, GFP_KERNEL);
-			if (!p[k])
-				return -ENOMEM;
-		}
+	if (w == 0) {
+		pmidx_epoch_enter(&c->e);
+		shim_fail_all(true);	/* here: the threads' start allocates */
+		atomic_set(&c->pinned, 1);
+		while (!atomic_long_read(&c->refused) && ktime_get_ns() < until)
+			cpu_relax();
+		pmidx_epoch_exit(&c->e);
+		return 0;
+	}
+	while (!atomic_read(&c->pinned))
+		cpu_relax();
+	for (i = 0; i < ROOM_SECTIONS; i++, p += 3) {
 		pmidx_epoch_enter(&c->e);
 		while (!pmidx_epoch_room(&c->e, 3)) {
 			pmidx_epoch_exit(&c->e);
@@ -427,21 +437,29 @@ static void storm_epoch_room(void)
 	struct room_ctx *c = calloc(1, sizeof(*c));
 	long live = shim_kmalloc_live();
 	unsigned int n = max(4U, ut_threads);
+	size_t i, nobj = (size_t)n * ROOM_SECTIONS * 3;
 
 	UT_ASSERT(c);
+	c->objs = calloc(nobj, sizeof(*c->objs));
+	UT_ASSERT(c->objs);
+	for (i = 0; i < nobj; i++)
+		UT_ASSERT((c->objs[i] = kmalloc(32, GFP_KERNEL)));
 	UT_EQ(pmidx_epoch_init(&c->e, room_free, c), 0);
-	shim_fail_atomic(true);
 	UT_EQ(pmidx_run_parallel(n, room_worker, c), 0);
-	shim_fail_atomic(false);
+	shim_fail_all(false);
+	UT_ASSERT(atomic_long_read(&c->refused) > 0);
 	UT_EQ(atomic_long_read(&c->e.abandoned), 0);
 	pmidx_epoch_barrier(&c->e);
+	UT_EQ(atomic_long_read(&c->retired), (long)(n - 1) * ROOM_SECTIONS * 3);
 	UT_EQ(atomic_long_read(&c->freed), atomic_long_read(&c->retired));
-	UT_EQ(atomic_long_read(&c->retired), (long)n * ROOM_SECTIONS * 3);
 	pmidx_epoch_destroy(&c->e);
+	/* thread 0's share was never retired */
+	for (i = 0; i < ROOM_SECTIONS * 3; i++)
+		kfree(c->objs[i]);
 	UT_EQ(shim_kmalloc_live(), live);
-	ut_note("%u threads, %ld retired, %ld sections backed off",
-		n, atomic_long_read(&c->retired),
-		atomic_long_read(&c->refused));
+	ut_note("%u threads, %ld retired, %ld sections backed off", n - 1,
+		atomic_long_read(&c->retired), atomic_long_read(&c->refused));
+	free(c->objs);
 	free(c);
 }
 

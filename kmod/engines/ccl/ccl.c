@@ -151,14 +151,20 @@ int ccl_res_fill(struct ccl_tree *t, struct ccl_res *res)
 	unsigned int want = res->want_in;
 	int ret;
 
-	if (++res->tries > 16)
-		return -ENOMEM;
 	pmidx_wal_prepare(t->wal);
 	if (res->want_room) {
-		/* everything retired so far is freed: the lists have room */
+		/*
+		 * Everything retired so far is freed: the lists have room.
+		 * That always makes progress: not a try that counts.
+		 */
 		pmidx_epoch_barrier(&t->epoch);
 		res->want_room = false;
+		if (!res->want_bn && !res->want_fence && !res->want_in &&
+		    !res->want_log)
+			return 0;
 	}
+	if (++res->tries > 16)
+		return -ENOMEM;
 	if (res->want_log) {
 		/* -ENOSPC: the pool is full after all (write_kv() collects) */
 		ret = pmidx_wal_reserve(t->wal, 1);
@@ -226,6 +232,8 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 	int ret;
 
 	for (;;) {
+		/* the run's flushes retire without memory */
+		pmidx_wal_prepare(t->wal);
 		pmidx_epoch_enter(&t->epoch);
 		nx = NULL;
 		for (run = 0; run < CCL_WALK_RUN; run++) {
@@ -251,8 +259,6 @@ int ccl_walk(struct ccl_tree *t, ccl_walk_fn fn, void *ctx,
 			return ret;
 		if (!nx)
 			return 0;
-		/* the next run's flushes retire without memory */
-		pmidx_wal_prepare(t->wal);
 		cond_resched();
 	}
 }
@@ -308,8 +314,12 @@ static void tree_free(struct ccl_tree *t)
 	while (t->nspare)
 		kfree(t->spare[--t->nspare]);
 	pmidx_wal_close(t->wal);
-	/* a blob abandoned in a section: the next attach's trace frees it */
-	if (atomic_long_read(&t->epoch.abandoned))
+	/*
+	 * Nothing is abandoned: DRAM and leaves are retired in sections
+	 * only with room (pmidx_epoch_room()), blobs outside sections.
+	 * Should one be, the next attach's trace frees it.
+	 */
+	if (WARN_ON_ONCE(atomic_long_read(&t->epoch.abandoned)))
 		t->pool->needs_trace = true;
 	pmidx_epoch_destroy(&t->epoch);
 	free_percpu(t->st);

@@ -116,13 +116,6 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 
 	if (bn_pos(*rh) || r->ovf)
 		return;
-	/*
-	 * Room for the three retirees below (core/epoch.c: DRAM must not
-	 * be abandoned); without it the nodes stay apart until a later
-	 * flush merges them.
-	 */
-	if (!pmidx_epoch_room(&t->epoch, 3))
-		return;
 	p = ccl_inner_lock_parent(t, r, &idx);
 	if (!p)
 		return;
@@ -132,7 +125,13 @@ void ccl_try_merge(struct ccl_tree *t, struct ccl_bnode *r, u64 *rh)
 	lh = bn_trylock(lb);
 	if (!lh)
 		goto out_p;
-	if (lb->next != r || lb->ovf || !merge_locked(t, lb, &lh, r, *rh)) {
+	/*
+	 * Room for the three retirees below (core/epoch.c: DRAM must not
+	 * be abandoned); without it the nodes stay apart until a later
+	 * flush merges them.
+	 */
+	if (lb->next != r || lb->ovf || !pmidx_epoch_room(&t->epoch, 3) ||
+	    !merge_locked(t, lb, &lh, r, *rh)) {
 		ccl_bn_unlock_clean(lb, lh);
 		goto out_p;
 	}

@@ -616,6 +616,8 @@ static int hold_named(struct rctx *rc, u64 w, bool ind)
 	if (ret) {
 		atomic64_add(pmidx_alloc_size(&t->pool->alloc, off),
 			     &rc->blob_bytes);
+		/* process context: the block comes from a spare made here */
+		pmidx_wal_prepare(t->wal);
 		pmidx_wal_retire(t->wal, off);
 	}
 	return 0;

@@ -27,6 +27,9 @@ void shim_fail_alloc_nth(unsigned long n);
  * sleep fails (sleeping ones still succeed, as small ones do in the
  * kernel). Also sets shim_fail_alloc_fired(). */
 void shim_fail_atomic(bool on);
+/* All memory exhausted: while @on, every allocation fails, sleeping or
+ * not, except __GFP_NOFAIL ones. Also sets shim_fail_alloc_fired(). */
+void shim_fail_all(bool on);
 bool shim_fail_alloc_fired(void);
 /* Allocations asked for so far (each one failure injection counts). */
 unsigned long shim_alloc_calls(void);

@@ -34,6 +34,7 @@
 static unsigned long fail_nth;
 static unsigned long alloc_calls;
 static bool fail_atomic;
+static bool fail_all;
 static bool fail_fired;
 static long kmalloc_live;
 static long percpu_live;
@@ -50,6 +51,12 @@ void shim_fail_alloc_nth(unsigned long n)
 void shim_fail_atomic(bool on)
 {
 	__atomic_store_n(&fail_atomic, on, __ATOMIC_RELAXED);
+}
+
+/* While @on, every allocation fails. */
+void shim_fail_all(bool on)
+{
+	__atomic_store_n(&fail_all, on, __ATOMIC_RELAXED);
 }
 
 bool shim_fail_alloc_fired(void)
@@ -80,13 +87,16 @@ static bool alloc_should_fail(gfp_t flags)
 	__atomic_fetch_add(&alloc_calls, 1, __ATOMIC_RELAXED);
 	if (gfpflags_allow_blocking(flags))
 		might_sleep();
-	else if (__atomic_load_n(&fail_atomic, __ATOMIC_RELAXED) &&
-		 !(flags & __GFP_NOFAIL)) {
+	/* as in the kernel, a __GFP_NOFAIL allocation never fails */
+	if (flags & __GFP_NOFAIL)
+		return false;
+	if (__atomic_load_n(&fail_all, __ATOMIC_RELAXED) ||
+	    (!gfpflags_allow_blocking(flags) &&
+	     __atomic_load_n(&fail_atomic, __ATOMIC_RELAXED))) {
 		__atomic_store_n(&fail_fired, true, __ATOMIC_RELAXED);
 		return true;
 	}
-	/* as in the kernel, a __GFP_NOFAIL allocation never fails */
-	while (n && !(flags & __GFP_NOFAIL)) {
+	while (n) {
 		if (__atomic_compare_exchange_n(&fail_nth, &n, n - 1, false,
 						__ATOMIC_RELAXED,
 						__ATOMIC_RELAXED)) {
