@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <linux/prandom.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 #include <shim/shim.h>
 #include "core/blob.h"
 #include "core/engine.h"
@@ -1773,6 +1776,118 @@ static void ccl_attach_nomem(void)
 		CA_TAIL, failed);
 }
 
+/* ---- ccl: an overflow flushed with no room on the epoch list ----------------- */
+
+#define OR_KEYS		6
+#define OR_HOLD_MS	300
+
+struct or_pin {
+	struct pmidx_epoch	*e;
+	atomic_t		pinned;
+};
+
+/* Hold a section of @e for OR_HOLD_MS: nothing retired meanwhile is freed. */
+static void *or_pin_fn(void *arg)
+{
+	struct or_pin *p = arg;
+	u64 until = ktime_get_ns() + OR_HOLD_MS * NSEC_PER_MSEC;
+
+	pmidx_epoch_enter(p->e);
+	atomic_set(&p->pinned, 1);
+	while (ktime_get_ns() < until)
+		cpu_relax();
+	pmidx_epoch_exit(p->e);
+	return NULL;
+}
+
+static void or_free(void *ctx, u64 obj)
+{
+	atomic_inc(ctx);
+	kfree((void *)(uintptr_t)obj);
+}
+
+/*
+ * A write that drains a recovered overflow retires it (DRAM) in its
+ * section. Here its CPU's epoch list is full of objects that another
+ * thread's section keeps from being freed, and the list cannot grow (no
+ * allocation succeeds): the write must back off (pmidx_epoch_room()) and
+ * wait in a barrier for that section to end, not abandon the overflow.
+ * It returns with the list's objects freed, nothing abandoned.
+ */
+static void ccl_overflow_room(void)
+{
+	unsigned int nbatch = ccl_nbatch, gc_ms = ccl_gc_interval_ms;
+	void *img = ut_img_alloc(SZ), *crash, *objs[256];
+	struct pmidx_pool *pool = ut_pool_new(img, SZ);
+	struct or_pin pin = { 0 };
+	unsigned int n = 0, ovf;
+	struct pmidx_index *idx;
+	const char *why = NULL;
+	struct ccl_tree *t;
+	atomic_t freed;
+	pthread_t th;
+	bool full;
+	u64 i;
+
+	/* buffered KVs beyond the slots of the attach below: an overflow */
+	ccl_nbatch = 7;
+	ccl_gc_interval_ms = 1000000;	/* no GC pass drains it first */
+	UT_EQ(pmidx_index_create(pool, "c", PMIDX_ENGINE_CCL, &idx, &why), 0);
+	for (i = 0; i < OR_KEYS; i++)
+		UT_EQ(sst_put(idx, i), 0);
+	crash = ut_img_dup(img, SZ);
+	pmidx_pool_close(pool);
+	ccl_nbatch = 1;
+	pool = ut_pool_open(crash, SZ);
+	idx = pmidx_index_lookup(pool, "c");
+	UT_ASSERT(idx && idx->opened);
+	t = idx->priv;
+	ovf = atomic_read(&t->ovf_nodes);
+	UT_ASSERT(ovf > 0);
+
+	for (i = 0; i < ARRAY_SIZE(objs); i++)
+		UT_ASSERT((objs[i] = kmalloc(32, GFP_KERNEL)));
+	atomic_set(&freed, 0);
+	pin.e = &t->epoch;
+	UT_EQ(pthread_create(&th, NULL, or_pin_fn, &pin), 0);
+	while (!atomic_read(&pin.pinned))
+		cpu_relax();
+	/* fill this thread's CPU's list; with every allocation failing */
+	shim_fail_all(true);
+	for (;;) {
+		pmidx_epoch_enter(&t->epoch);
+		full = !pmidx_epoch_room(&t->epoch, 1);
+		pmidx_epoch_exit(&t->epoch);
+		if (full)
+			break;
+		UT_ASSERT(n < ARRAY_SIZE(objs));
+		pmidx_epoch_retire_fn(&t->epoch, (u64)(uintptr_t)objs[n++],
+				      or_free, &freed);
+	}
+	/* the grow worker those retires queued has failed too */
+	flush_work(&t->epoch.grow_work);
+	/* the write may sleep for memory, not grow the list atomically */
+	shim_fail_all(false);
+	shim_fail_atomic(true);
+	UT_EQ(sst_put(idx, 0), 0);
+	/* it backed off to a barrier: what was on the list is freed */
+	UT_EQ(atomic_read(&freed), n);
+	shim_fail_atomic(false);
+	pthread_join(th, NULL);
+	UT_EQ(atomic_long_read(&t->epoch.abandoned), 0);
+	UT_ASSERT(atomic_read(&t->ovf_nodes) < ovf);
+	for (i = n; i < ARRAY_SIZE(objs); i++)
+		kfree(objs[i]);
+	sst_verify(idx, OR_KEYS);
+	pmidx_pool_close(pool);
+	ccl_nbatch = nbatch;
+	ccl_gc_interval_ms = gc_ms;
+	ut_img_free(crash, SZ);
+	ut_img_free(img, SZ);
+	ut_note("ccl: the list full with %u objects, the write drained %u "
+		"overflow node(s) after a barrier", n, ovf);
+}
+
 /* ---- every engine: attach short of memory ----------------------------------- */
 
 #define AN_KEYS		3000
@@ -1980,6 +2095,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(utree_split_stash),
 	UT_TEST(b3_corrupt_clean),
 	UT_TEST(ccl_attach_nomem),
+	UT_TEST(ccl_overflow_room),
 	UT_TEST(engine_attach_nomem),
 	UT_TEST(engine_create_nomem),
 	UT_TEST(engine_write_nomem),
