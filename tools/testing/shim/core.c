@@ -17,6 +17,7 @@
 
 #include <linux/types.h>
 #include <linux/bug.h>
+#include <linux/ktime.h>
 #include <linux/printk.h>
 #include <linux/prandom.h>
 #include <linux/random.h>
@@ -286,26 +287,43 @@ static void cpu_bind(int cpu)
 	pthread_mutex_unlock(&cpus_lock);
 }
 
+#define BIND_WAIT_NS	(100 * 1000 * 1000ULL)
+
 /*
- * Bind the calling thread to the least used CPU (lowest id on a tie),
- * preferring one no section holds: a thread started by one that stopped
- * inside a section (the crash simulator's checker) must not wait for it.
- * Joining a CPU others are bound to waits for its section (cpu_bind()),
- * as the joiner's first section would. The choice and the bind are one
- * hold of cpus_lock: two threads binding at once took one CPU (a TSan
- * run of test-shim percpu_ops saw 7 CPUs for 8 live workers).
+ * Bind the calling thread to the least used CPU (lowest id on a tie)
+ * that no section holds: a thread started by one that stopped inside a
+ * section (the crash simulator's checker and its workers) must not wait
+ * for it. When every CPU is in a section, wait a while for one to leave
+ * it, whichever, and choose again: a choice made then among busy CPUs
+ * could fall on the stopped one (crash-long's two CPUs, the checker in a
+ * short section of its own, hung a replay worker). Only sections that
+ * never pause for BIND_WAIT_NS on any CPU get the old choice. Joining a
+ * CPU others
+ * are bound to waits for its section (cpu_bind()), as the joiner's first
+ * section would. The choice and the bind are one hold of cpus_lock: two
+ * threads binding at once took one CPU (a TSan run of test-shim
+ * percpu_ops saw 7 CPUs for 8 live workers).
  */
 int shim_cpu_bind(void)
 {
-	unsigned int i, best = 0;
+	u64 until = shim_clock_ns(CLOCK_MONOTONIC) + BIND_WAIT_NS;
+	unsigned int i, best;
 
-	pthread_mutex_lock(&cpus_lock);
-	for (i = 1; i < nr_cpu_ids; i++) {
-		bool ib = __atomic_load_n(&cpus[i].busy, __ATOMIC_RELAXED);
-		bool bb = __atomic_load_n(&cpus[best].busy, __ATOMIC_RELAXED);
+	for (;;) {
+		pthread_mutex_lock(&cpus_lock);
+		best = 0;
+		for (i = 1; i < nr_cpu_ids; i++) {
+			bool ib = __atomic_load_n(&cpus[i].busy, __ATOMIC_RELAXED);
+			bool bb = __atomic_load_n(&cpus[best].busy, __ATOMIC_RELAXED);
 
-		if (ib != bb ? !ib : cpus[i].bound < cpus[best].bound)
-			best = i;
+			if (ib != bb ? !ib : cpus[i].bound < cpus[best].bound)
+				best = i;
+		}
+		if (!__atomic_load_n(&cpus[best].busy, __ATOMIC_RELAXED) ||
+		    shim_clock_ns(CLOCK_MONOTONIC) > until)
+			break;
+		pthread_mutex_unlock(&cpus_lock);
+		sched_yield();
 	}
 	cpu_bind_locked(best);
 	pthread_mutex_unlock(&cpus_lock);
