@@ -221,7 +221,9 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
  * whose memory would be lost): asked before the change, a false answer
  * lets the caller back off, leave the section and make room where it may
  * sleep (pmidx_epoch_barrier()). No other section runs on this CPU until
- * ours ends, so the room stays ours.
+ * ours ends, and no interrupt retires, so the room stays ours: it is for
+ * the section's next @n retires into @e, whatever else it retires there
+ * in between included (answers do not add up).
  *
  * Context: inside a section; may not sleep.
  */
