@@ -13,9 +13,12 @@
  *	PC_URING_BATCH=N in the environment each writer sends its ops N at
  *	a time in one BATCH command over io_uring (distinct keys per batch)
  *	and an op counts as acknowledged once the batch's CQE is seen
- *   powercut_data verify DEV LOGDIR INDEX
- *	replay every round's logs; exit 0 if the index holds exactly the
- *	acknowledged state (an op in flight at the cut may be either)
+ *   powercut_data verify DEV LOGDIR INDEX [ROUND]
+ *	replay the logs of rounds 1..ROUND (ROUND: the one just cut; a
+ *	writer that had not started when its round was cut has no log
+ *	there), or without ROUND of rounds 1.. while writer 0 has one;
+ *	exit 0 if the index holds exactly the acknowledged state (an op in
+ *	flight at the last cut may be either)
  *
  * Logs: LOGDIR/INDEX.rROUND.wWRITER.log, one line per event, each
  * written with one write() and fsync()ed before the writer goes on:
@@ -624,15 +627,19 @@ static int cmd_verify(int argc, char **argv)
 	uint32_t w, r, last;
 	int ret;
 
-	if (argc != 5)
+	if (argc != 5 && argc != 6)
 		return 2;
 	ret = open_ctx(argv[2], v.index, &v.c);
 	if (ret) {
 		printf("# %s: %s\n", v.index, strerror(-ret));
 		return 1;
 	}
-	for (last = 0; log_exists(&v, last + 1, 0, log, sizeof(log)); last++)
-		;
+	if (argc == 6)
+		last = strtoul(argv[5], NULL, 10);
+	else
+		for (last = 0; log_exists(&v, last + 1, 0, log, sizeof(log));
+		     last++)
+			;
 	for (w = 0; w < PC_WRITERS; w++) {
 		memset(keys, 0, PC_KEYS * sizeof(*keys));
 		for (r = 1; r <= last; r++)
