@@ -405,11 +405,18 @@ static void held_spare_put(struct pmidx_wal *w, struct pmidx_wal_held *b)
 	kfree(b);
 }
 
-/*
- * Make @held_spare up to PMIDX_WAL_HELD_SPARES blocks.
- * Context: may sleep. Return: 0 or -ENOMEM.
+/**
+ * pmidx_wal_prepare - make the blocks that retires take ready
+ *
+ * Fills @held_spare up to PMIDX_WAL_HELD_SPARES blocks, so that
+ * pmidx_wal_retire() needs no memory for that many blocks' worth: for an
+ * engine about to retire many objects in one section (a walk that
+ * flushes nodes), and for open, recycle and the worker.
+ *
+ * Context: process context, outside epoch sections; may sleep.
+ * Return: 0 or -ENOMEM (the retire then allocates atomically).
  */
-static int held_spare_fill(struct pmidx_wal *w)
+int pmidx_wal_prepare(struct pmidx_wal *w)
 {
 	struct pmidx_wal_held *b;
 
@@ -424,21 +431,7 @@ static int held_spare_fill(struct pmidx_wal *w)
 
 static void held_spare_work(struct work_struct *work)
 {
-	held_spare_fill(container_of(work, struct pmidx_wal, held_work));
-}
-
-/**
- * pmidx_wal_prepare - make the blocks that retires take ready
- *
- * For an engine about to retire many objects in one section (a walk that
- * flushes nodes): pmidx_wal_retire() then needs no memory for
- * PMIDX_WAL_HELD_SPARES blocks' worth, whatever atomic memory there is.
- *
- * Context: process context, outside epoch sections; may sleep.
- */
-void pmidx_wal_prepare(struct pmidx_wal *w)
-{
-	held_spare_fill(w);
+	pmidx_wal_prepare(container_of(work, struct pmidx_wal, held_work));
 }
 
 /* The block a retire files in now, or NULL. Context: @held_lock held. */
@@ -530,7 +523,7 @@ void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side)
 	spin_unlock(&w->held_lock);
 	held_release(w, &released);
 	/* the next retire starts a block */
-	held_spare_fill(w);
+	pmidx_wal_prepare(w);
 }
 
 /**
@@ -779,7 +772,7 @@ int pmidx_wal_open(struct pmidx_pool *pool, u64 dir_off,
 		pmidx_persist(&pool->pm, &w->dir->version,
 			      sizeof(w->dir->version));
 	}
-	ret = held_spare_fill(w);
+	ret = pmidx_wal_prepare(w);
 	if (ret)
 		goto err;
 	*out = w;

@@ -172,7 +172,7 @@ struct pmidx_wal_cfg {
  *               (innermost lock; no allocation under it)
  * @held:        blocks of held objects, oldest first
  * @held_spare:  the next blocks (@nspare of them), made where sleeping is
- *               allowed (@held_work, a recycle, pmidx_wal_prepare()): a
+ *               allowed (pmidx_wal_prepare(), also by @held_work): a
  *               retire inside an engine's section needs no memory
  * @recycled:    per side, recycles completed (chunks durably FREE)
  * @held_bytes:  allocator bytes of the held objects
@@ -220,7 +220,7 @@ int pmidx_wal_append(struct pmidx_wal *w, unsigned int side, u64 w0, u64 w1,
 		     u64 ts, u8 flags);
 void pmidx_wal_recycle(struct pmidx_wal *w, unsigned int side);
 void pmidx_wal_retire(struct pmidx_wal *w, u64 off);
-void pmidx_wal_prepare(struct pmidx_wal *w);
+int pmidx_wal_prepare(struct pmidx_wal *w);
 int pmidx_wal_reserve(struct pmidx_wal *w, unsigned int n);
 void pmidx_wal_close(struct pmidx_wal *w);
 void pmidx_wal_destroy(struct pmidx_wal *w);
