@@ -23,7 +23,8 @@
  * @abandoned: the owner of a pool object makes the next attach trace
  * (pmidx_pool_close(), ccl's own epoch). A DRAM object's memory would be
  * lost, so a section that retires one makes sure of its room first
- * (pmidx_epoch_room()), while it can still back off.
+ * (pmidx_epoch_room()), while it can still back off; the engines' sections
+ * that retire pool objects do the same.
  */
 #include <linux/errno.h>
 #include <linux/limits.h>
@@ -57,7 +58,7 @@ struct pmidx_epoch_cpu {
 	u64		waited;		/* @active of a section whose wait failed */
 	spinlock_t	lock;		/* protects the limbo array */
 	struct limbo	*items;
-	unsigned int	nr, cap;
+	unsigned int	nr, cap;	/* also read unlocked, by this CPU */
 };
 
 /* Put @n (@cap slots) in place of @c's list. Context: @c->lock held. */
@@ -68,7 +69,7 @@ static void limbo_install(struct pmidx_epoch_cpu *c, struct limbo *n,
 		memcpy(n, c->items, c->nr * sizeof(*n));
 	kfree(c->items);
 	c->items = n;
-	c->cap = cap;
+	WRITE_ONCE(c->cap, cap);	/* pmidx_epoch_room() reads unlocked */
 }
 
 /* Context: @c->lock held. */
@@ -210,15 +211,16 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 		else
 			c->items[kept++] = c->items[i];
 	}
-	c->nr = kept;
+	WRITE_ONCE(c->nr, kept);	/* pmidx_epoch_room() reads unlocked */
 	spin_unlock(&c->lock);
 }
 
 /**
  * pmidx_epoch_room - make sure this CPU's list takes @n more retirees
  *
- * For a section about to retire objects that must not be abandoned (DRAM,
- * whose memory would be lost): asked before the change, a false answer
+ * For a section about to retire objects that should not be abandoned
+ * (DRAM, whose memory would be lost; a pool object, which would stay
+ * allocated until the next attach): asked before the change, a false answer
  * lets the caller back off, leave the section and make room where it may
  * sleep (pmidx_epoch_barrier()). No other section runs on this CPU until
  * ours ends, and no interrupt retires, so the room stays ours: it is for
@@ -230,17 +232,24 @@ static void collect(struct pmidx_epoch *e, struct pmidx_epoch_cpu *c, u64 g)
 bool pmidx_epoch_room(struct pmidx_epoch *e, unsigned int n)
 {
 	struct pmidx_epoch_cpu *c = this_cpu_ptr(e->pcpu);
+	unsigned int nr;
 	bool room;
 
-	spin_lock(&c->lock);
-	room = c->cap - c->nr >= n;
-	spin_unlock(&c->lock);
-	if (room)
+	/*
+	 * Unlocked first (no-wait writes ask before every change): while we
+	 * are in a section only others touch the list, and they only free
+	 * (@nr down) or grow it (@cap up). @nr read first, a stale pair can
+	 * only understate the room, and then the locked path decides.
+	 */
+	nr = READ_ONCE(c->nr);
+	if (READ_ONCE(c->cap) - nr >= n)
 		return true;
 	collect(e, c, try_advance(e));
 	spin_lock(&c->lock);
-	room = c->cap - c->nr >= n ||
-	       (!limbo_grow(c) && c->cap - c->nr >= n);
+	/* @n may be more than a doubling adds (an SMO's many retirees) */
+	while (c->cap - c->nr < n && !limbo_grow(c))
+		;
+	room = c->cap - c->nr >= n;
 	spin_unlock(&c->lock);
 	if (!room)
 		queue_work(system_unbound_wq, &e->grow_work);

@@ -252,9 +252,13 @@ static int round_result(u64 *state, u64 i, u64 v, bool del, int ret,
  * harness counts those as leaks): ccl, the one engine that retires DRAM
  * through an epoch, makes room first (pmidx_epoch_room()), and so its
  * epoch, whose other retirees come outside sections, abandons nothing.
+ * Every section that retires pool objects asks for room too: the pool's
+ * epoch abandons nothing either.
  */
 static long as_abandoned(struct kv_index *x, bool *wal)
 {
+	long lost = atomic_long_read(&x->pool->epoch.abandoned);
+
 	*wal = false;
 	if (x->idx->ops == &pmidx_ccl_ops) {
 		struct ccl_tree *t = x->idx->priv;
@@ -262,7 +266,8 @@ static long as_abandoned(struct kv_index *x, bool *wal)
 		UT_EQ(atomic_long_read(&t->epoch.abandoned), 0);
 		*wal = READ_ONCE(t->wal->abandoned);
 	}
-	return atomic_long_read(&x->pool->epoch.abandoned);
+	UT_EQ(lost, 0);
+	return lost;
 }
 
 /*
@@ -1888,6 +1893,91 @@ static void ccl_overflow_room(void)
 		"overflow node(s) after a barrier", n, ovf);
 }
 
+/* ---- every engine: the pool's epoch list full in a writer's section ------- */
+
+#define PR_KEYS		300
+
+/*
+ * This CPU's list of the pool's epoch is full of objects that another
+ * thread's section keeps from being freed, and cannot grow. Writers that
+ * retire pool objects inside their sections (no-wait ones of uTree, b3
+ * and pfart; the SMOs of b3 and pfart) must ask for room first, not
+ * abandon the objects (core/epoch.c): a no-wait delete is refused,
+ * changing nothing; blocking inserts go on, an SMO backing off to a
+ * barrier that frees the list.
+ */
+static void engine_pool_room(void)
+{
+	u32 e;
+
+	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
+		bool asks = e == PMIDX_ENGINE_UTREE || e == PMIDX_ENGINE_B3 ||
+			    e == PMIDX_ENGINE_PFART;
+		struct or_pin pin = { 0 };
+		unsigned int n = 0;
+		void *objs[1024];
+		struct pmidx_epoch *ep;
+		struct kv_index x;
+		atomic_t freed;
+		pthread_t th;
+		bool full;
+		u64 i;
+
+		if (!ekv_engine_available(e))
+			continue;
+		kv_index_new(&x, e);
+		ep = &x.pool->epoch;
+		for (i = 0; i < 8; i++) {
+			UT_EQ(kv_put(x.idx, i, i), 0);
+			x.state[i] = i + 1;
+		}
+		for (i = 0; i < ARRAY_SIZE(objs); i++)
+			UT_ASSERT((objs[i] = kmalloc(32, GFP_KERNEL)));
+		atomic_set(&freed, 0);
+		pin.e = ep;
+		UT_EQ(pthread_create(&th, NULL, or_pin_fn, &pin), 0);
+		while (!atomic_read(&pin.pinned))
+			cpu_relax();
+		shim_fail_all(true);
+		for (;;) {
+			pmidx_epoch_enter(ep);
+			full = !pmidx_epoch_room(ep, 1);
+			pmidx_epoch_exit(ep);
+			if (full)
+				break;
+			UT_ASSERT(n < ARRAY_SIZE(objs));
+			pmidx_epoch_retire_fn(ep, (u64)(uintptr_t)objs[n++],
+					      or_free, &freed);
+		}
+		/* no allocation, no retire: refused only for want of room */
+		if (asks)
+			UT_EQ(kv_del_flags(x.idx, 0, PMIDX_WRITE_NOWAIT), -EAGAIN);
+		/* the grow worker those asks queued has failed too */
+		flush_work(&ep->grow_work);
+		shim_fail_all(false);
+		shim_fail_atomic(true);
+		for (i = 8; i < PR_KEYS; i++) {
+			UT_EQ(kv_put(x.idx, i, i), 0);
+			x.state[i] = i + 1;
+		}
+		/* a grown array's or a split page's SMO backed off */
+		if (e == PMIDX_ENGINE_PFART || e == PMIDX_ENGINE_B3)
+			UT_EQ(atomic_read(&freed), n);
+		shim_fail_atomic(false);
+		pthread_join(th, NULL);
+		pmidx_epoch_barrier(ep);
+		UT_EQ(atomic_read(&freed), n);
+		UT_EQ(atomic_long_read(&ep->abandoned), 0);
+		verify(x.idx, x.state, "after writes with the epoch list full");
+		for (i = n; i < ARRAY_SIZE(objs); i++)
+			kfree(objs[i]);
+		ut_note("engine %s: the list full with %u objects, %ld abandoned",
+			pmidx_engine_name(e), n,
+			atomic_long_read(&ep->abandoned));
+		kv_index_free(&x);
+	}
+}
+
 /* ---- every engine: attach short of memory ----------------------------------- */
 
 #define AN_KEYS		3000
@@ -2096,6 +2186,7 @@ static const struct ut_test tests[] = {
 	UT_TEST(b3_corrupt_clean),
 	UT_TEST(ccl_attach_nomem),
 	UT_TEST(ccl_overflow_room),
+	UT_TEST(engine_pool_room),
 	UT_TEST(engine_attach_nomem),
 	UT_TEST(engine_create_nomem),
 	UT_TEST(engine_write_nomem),

@@ -44,16 +44,20 @@
 /* ---- sections ---------------------------------------------------------- */
 
 /*
- * Enter a writer section, once the checker lets writers in.
+ * Enter a writer section, once the checker lets writers in. A no-wait
+ * writer retires the blobs it replaced inside it, where a full epoch list
+ * would abandon them until the next attach: it needs room for them first
+ * (a deleted node's key and value blobs at most).
  * Return: 0 inside it; -EAGAIN (outside) when @nowait and the checker
- * holds writers off.
+ * holds writers off, or there is no room.
  */
 static int writer_enter(struct b3 *t, bool nowait)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
 		/* pairs with b3_thaw(): the checker's walk is over */
-		if (likely(!smp_load_acquire(&t->frozen)))
+		if (likely(!smp_load_acquire(&t->frozen)) &&
+		    (!nowait || pmidx_epoch_room(&t->pool->epoch, 2)))
 			return 0;
 		pmidx_epoch_exit(&t->pool->epoch);
 		if (nowait)
@@ -61,6 +65,24 @@ static int writer_enter(struct b3 *t, bool nowait)
 		mutex_lock(&t->gate);
 		mutex_unlock(&t->gate);
 	}
+}
+
+/*
+ * After an SMO returned @ret: was it short of room on the epoch list for
+ * a step's retirees (B3_NO_ROOM, smo.c)? Then free every list with a
+ * barrier, where we may sleep, and say to run it again, once, with no
+ * room asked (@smo_emptied, which the caller clears when done).
+ * Context: under @smo, in a writer section (left and entered again).
+ */
+static bool smo_again(struct b3 *t, int ret)
+{
+	if (ret != B3_NO_ROOM || t->smo_emptied)
+		return false;
+	pmidx_epoch_exit(&t->pool->epoch);
+	pmidx_epoch_barrier(&t->pool->epoch);
+	t->smo_emptied = true;
+	writer_enter(t, false);
+	return true;
 }
 
 /*
@@ -75,7 +97,10 @@ static int smo_call(struct b3 *t, const struct b3_key *k,
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_lock(&t->smo);
 	writer_enter(t, false);
-	ret = fn(t, k);
+	do {
+		ret = fn(t, k);
+	} while (smo_again(t, ret));
+	t->smo_emptied = false;
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
 	cond_resched();
@@ -644,7 +669,11 @@ static int b3_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 			pmidx_epoch_exit(&t->pool->epoch);
 			mutex_lock(&t->smo);
 			writer_enter(t, false);
-			ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta, &dc.live);
+			do {
+				ret = b3_del_cow(t, &k, &dc.kw, &dc.vw, &dc.meta,
+						 &dc.live);
+			} while (smo_again(t, ret));
+			t->smo_emptied = false;
 			cow = true;
 			pmidx_epoch_exit(&t->pool->epoch);
 			mutex_unlock(&t->smo);

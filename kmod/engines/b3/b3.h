@@ -149,6 +149,8 @@ struct b3_scratch;
  *          another writer's fill may clear, or overwrite, meanwhile
  * @smo:    serialises structure modifications (and so every internal
  *          page write); sleeps, so it is taken outside epoch sections
+ * @smo_emptied: under @smo, the SMO running emptied the epoch lists for
+ *          want of room and goes on without it (smo.c b3_smo_room())
  * @gate:   held by the checker; with @frozen it keeps writers out
  * @reserve: a pending page for a delete on a full pool (page.c), 0: none
  * @approx: the key, page and byte counters are deltas since a crash
@@ -168,6 +170,7 @@ struct b3 {
 	atomic64_t		dram_bytes;
 	struct mutex		smo;
 	struct mutex		gate;
+	bool			smo_emptied;
 	bool			frozen;
 	bool			approx;
 	u64			reserve;
@@ -329,6 +332,9 @@ int b3_descend(struct b3 *t, const struct b3_key *k, int level,
 struct b3_page *b3_left_of(struct b3 *t, struct b3_page *p);
 
 /* ---- smo.c -------------------------------------------------------------- */
+
+/* An SMO found no room on the epoch list for a step's retirees (smo.c) */
+#define B3_NO_ROOM	(-ENOBUFS)
 
 int b3_make_room(struct b3 *t, const struct b3_key *k);
 int b3_fix(struct b3 *t, const struct b3_key *k);

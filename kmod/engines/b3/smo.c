@@ -78,6 +78,25 @@
 #include "b3.h"
 
 #define FIX_MAX		4	/* pages under one child word in a leftover */
+
+/*
+ * Retirees: an SMO step retires the pages it replaced and the blobs of
+ * separators it removed inside its section, where a full epoch list
+ * (atomic memory short) would abandon them until the next attach. So
+ * each step that retires asks for room for its own retirees before it
+ * changes anything, and without room the whole SMO is unwound to its
+ * caller (B3_NO_ROOM), which frees the lists with a barrier where it may
+ * sleep and runs the SMO again (b3.c smo_again()). The steps done before
+ * each left a consistent index, and the second run finds them done. That
+ * run goes on whatever the answers: a barrier has emptied every list,
+ * and a list never shrinks below the LIMBO_FIRST slots it starts with.
+ */
+static int b3_smo_room(struct b3 *t, unsigned int n)
+{
+	if (pmidx_epoch_room(&t->pool->epoch, n) || t->smo_emptied)
+		return 0;
+	return B3_NO_ROOM;
+}
 #define NEED_FIX	3	/* before_retire() found a leftover to repair */
 
 static void persist_page(struct b3 *t, struct b3_page *p)
@@ -197,6 +216,9 @@ static int defrag(struct b3 *t, struct b3_path *path, int lvl)
 	int n;
 	u64 o;
 
+	n = b3_smo_room(t, 1);		/* @p */
+	if (n)
+		return n;
 	n = gather(t, p, s->ln, s->in, s->child);
 	if (n < 0)
 		return n;
@@ -247,6 +269,9 @@ static int split(struct b3 *t, struct b3_path *path, int lvl)
 	u32 slot = 0;
 	s64 bytes;
 
+	n = b3_smo_room(t, 2);		/* @p, and the median's blob */
+	if (n)
+		return n;
 	n = gather(t, p, s->ln, s->in, s->child);
 	if (n < 0)
 		return n;
@@ -558,6 +583,9 @@ int b3_del_cow(struct b3 *t, const struct b3_key *k, __le64 *kw, __le64 *vw,
 			return ret;
 	}
 	p = path->lv[0].pg;
+	ret = b3_smo_room(t, 1);	/* @p: the node's blobs, the caller */
+	if (ret)
+		return ret;
 	ret = b3_lock(t, p);
 	if (ret)
 		return ret;
@@ -704,7 +732,7 @@ static void collapse_root(struct b3 *t)
 		    !pmidx_alloc_media_committed(&t->pool->alloc, w))
 			return;
 		/* txn: the old root page out (a later merge tries again) */
-		if (b3_txn_begin(t, &txn))
+		if (b3_smo_room(t, 1) || b3_txn_begin(t, &txn))
 			return;
 		pmidx_txn_free(&txn, off);
 		if (b3_txn_check(t, xs, 1, this_cpu_read(t->pcpu->blob_bytes)))
@@ -819,6 +847,9 @@ again:
 			return ret;
 		goto again;
 	}
+	ret = b3_smo_room(t, 4);	/* @a, @b, q's and the median's blobs */
+	if (ret)
+		return ret;
 	ret = b3_lock(t, par);
 	if (ret)
 		goto locked_none;

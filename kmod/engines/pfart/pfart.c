@@ -121,6 +121,26 @@ static int gave_up(struct pfart *t, int ret)
 }
 
 /*
+ * An SMO retires what it replaced inside its section, where a full epoch
+ * list (atomic memory short) would abandon the retiree until the next
+ * attach. So it asks for room for its first @n retirees before it
+ * changes anything. Without room it leaves the section and frees what
+ * was retired (a barrier empties every list, and a list never shrinks
+ * below the LIMBO_FIRST slots it starts with), once: then it goes on
+ * whatever the answer, abandoning being the epoch's last resort.
+ * Return: true in the section, room made; false out of it, to go round.
+ */
+static bool smo_room(struct pfart *t, unsigned int n, bool *emptied)
+{
+	if (*emptied || pmidx_epoch_room(&t->pool->epoch, n))
+		return true;
+	pmidx_epoch_exit(&t->pool->epoch);
+	pmidx_epoch_barrier(&t->pool->epoch);
+	*emptied = true;
+	return false;
+}
+
+/*
  * Run an SMO under @smo, the reserves filled first (bulk allocation, out
  * of any section). Called and returns inside a writer section; leaves it
  * meanwhile (the mutex and the refill sleep), holding no lock. An SMO
@@ -131,6 +151,7 @@ static int gave_up(struct pfart *t, int ret)
  */
 static int smo_put(struct pfart *t, struct pfart_put *pp)
 {
+	bool emptied = false;
 	int ret, tries = 0;
 
 	pmidx_epoch_exit(&t->pool->epoch);
@@ -139,6 +160,8 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 		/* short: the SMO allocates what it lacks */
 		pfart_reserve_fill(t);
 		pfart_writer_enter(t, false);
+		if (!smo_room(t, PFART_SMO_PUT_RETIRES, &emptied))
+			continue;
 		ret = pfart_smo_put(t, pp);
 		if (ret != -ENOMEM || ++tries == PFART_SMO_MEM_TRIES)
 			break;
@@ -157,11 +180,14 @@ static int smo_put(struct pfart *t, struct pfart_put *pp)
 
 static void smo_prune(struct pfart *t, const u8 *key, u32 klen)
 {
+	bool emptied = false;
 	int ret;
 
 	mutex_lock(&t->smo);
 	pfart_reserve_fill(t);
-	pfart_writer_enter(t, false);
+	do {
+		pfart_writer_enter(t, false);
+	} while (!smo_room(t, 1, &emptied));
 	ret = pfart_smo_prune(t, key, klen);
 	pmidx_epoch_exit(&t->pool->epoch);
 	mutex_unlock(&t->smo);
@@ -243,6 +269,23 @@ static int leaf_put(struct pfart *t, struct pfart_leaf *l, struct pfart_put *pp)
 }
 
 /*
+ * A put's or delete's writer section. A no-wait writer retires the blob
+ * it replaced inside it (it may not wait outside), where a full epoch
+ * list would abandon it: without room for one it is refused (-EAGAIN),
+ * before its change.
+ */
+static int write_enter(struct pfart *t, bool nowait)
+{
+	int ret = pfart_writer_enter(t, nowait);
+
+	if (!ret && nowait && !pmidx_epoch_room(&t->pool->epoch, 1)) {
+		pmidx_epoch_exit(&t->pool->epoch);
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
+/*
  * A no-wait put (core/engine.h) answers -EAGAIN, before its change, where
  * it would sleep: the checker's freeze, a retry that would leave the
  * section, an SMO (no leaf for the key, or no room in it). It retires
@@ -273,7 +316,7 @@ static int pfart_put(struct pmidx_index *idx, const u8 *key, u32 klen,
 	} else {
 		pp.rec.vfield = vlen;
 	}
-	ret = pfart_writer_enter(t, nowait);
+	ret = write_enter(t, nowait);
 	if (ret)
 		goto out;
 	for (;;) {
@@ -354,7 +397,7 @@ static int pfart_del(struct pmidx_index *idx, const u8 *key, u32 klen,
 	u64 ver, blob = 0;
 	int e, ret;
 
-	ret = pfart_writer_enter(t, nowait);
+	ret = write_enter(t, nowait);
 	if (ret)
 		goto out;
 	for (;;) {

@@ -85,6 +85,7 @@ extern unsigned int pfart_leaf_bytes;
 #define PFART_RES_HUGE		4	/* the same above leaf_max, once wanted */
 #define PFART_RES_BOOST_MAX	5	/* reserve doublings under memory pressure */
 #define PFART_SMO_MEM_TRIES	8	/* SMO rounds short of atomic memory */
+#define PFART_SMO_PUT_RETIRES	1	/* the node or array a put's SMO replaces */
 #define PFART_MAX_ENTRIES	511	/* entries of one leaf array */
 #define PFART_ENTRIES_LEAF_MAX	255	/* ... of one of leaf_max or less */
 #define PFART_PATH_MAX		(PMIDX_KEY_MAX + 2)

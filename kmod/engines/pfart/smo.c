@@ -24,6 +24,12 @@
  * arrays it replaces are locked too (a leaf writer holds at most one and
  * waits for nothing). Replaced nodes stay locked, marked obsolete, and go
  * through the epochs once the commit store is durable.
+ *
+ * Retirees: a put's SMO retires one object; the caller made room for it
+ * in this CPU's epoch list (pfart.c, smo_room()), as for a prune's first
+ * step. A prune's later steps ask for their own (collapse: the children
+ * and the node; shrink: two) and are skipped without it, the space then
+ * given back by a later prune: never an object abandoned to the epochs.
  */
 #include <linux/errno.h>
 #include <linux/string.h>
@@ -680,6 +686,8 @@ static int collapse(struct pfart *t, const struct pfart_step *s)
 	for (i = 0; i < nk; i++)
 		if (type_of(t, kids[i]) != PFART_LEAF)
 			return 0;
+	if (!pmidx_epoch_room(&t->pool->epoch, nk + 1))
+		return 0;
 	if (!lock_parent(t, s))
 		return -EUCLEAN;
 	if (!pfart_lock(t, pfart_lk(n))) {
@@ -739,6 +747,9 @@ static int shrink(struct pfart *t, const struct pfart_step *s)
 	u8 pre[PFART_PREFIX_MAX];
 	bool small;
 
+	/* the node, and the child an N4 merges with */
+	if (!pmidx_epoch_room(&t->pool->epoch, 2))
+		return 0;
 	if (!cnt && !n->end)
 		return replace(t, s, 0);
 	if (n->type == PFART_N4 && cnt == 1 && !n->end) {

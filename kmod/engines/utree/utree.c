@@ -50,16 +50,20 @@
 /* ---- sections --------------------------------------------------------- */
 
 /*
- * Enter a writer section, once the checker lets writers in.
+ * Enter a writer section, once the checker lets writers in. A no-wait
+ * writer retires what it replaced inside it (put_retire()), where a full
+ * epoch list would abandon the retirees until the next attach: it needs
+ * room for them first (at most a node and its two blobs).
  * Return: 0 inside it; -EAGAIN (outside) when @nowait and the checker
- * holds writers off.
+ * holds writers off, or there is no room.
  */
 static int writer_enter(struct utree *t, bool nowait)
 {
 	for (;;) {
 		pmidx_epoch_enter(&t->pool->epoch);
 		/* pairs with ut_thaw(): the checker's walk is over */
-		if (likely(!smp_load_acquire(&t->frozen)))
+		if (likely(!smp_load_acquire(&t->frozen)) &&
+		    (!nowait || pmidx_epoch_room(&t->pool->epoch, 3)))
 			return 0;
 		pmidx_epoch_exit(&t->pool->epoch);
 		if (nowait)
