@@ -28,6 +28,7 @@
  */
 #include <linux/errno.h>
 #include <linux/limits.h>
+#include <linux/log2.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
@@ -59,6 +60,7 @@ struct pmidx_epoch_cpu {
 	spinlock_t	lock;		/* protects the limbo array */
 	struct limbo	*items;
 	unsigned int	nr, cap;	/* also read unlocked, by this CPU */
+	unsigned int	want;		/* slots pmidx_epoch_room() lacked */
 };
 
 /* Put @n (@cap slots) in place of @c's list. Context: @c->lock held. */
@@ -72,20 +74,32 @@ static void limbo_install(struct pmidx_epoch_cpu *c, struct limbo *n,
 	WRITE_ONCE(c->cap, cap);	/* pmidx_epoch_room() reads unlocked */
 }
 
-/* Context: @c->lock held. */
-static int limbo_grow(struct pmidx_epoch_cpu *c)
+/* A grown list's size: double, or what @need slots take. */
+static unsigned int limbo_next_cap(const struct pmidx_epoch_cpu *c,
+				   unsigned int need)
 {
+	return max_t(unsigned int, 2 * c->cap,
+		     need ? roundup_pow_of_two(need) : 0);
+}
+
+/* Grow @c to hold @need (0: double it). Context: @c->lock held. */
+static int limbo_grow(struct pmidx_epoch_cpu *c, unsigned int need)
+{
+	unsigned int cap = limbo_next_cap(c, need);
 	/* the worker tries again where it may sleep: no warning */
-	struct limbo *n = kmalloc_array(2 * c->cap, sizeof(*n),
+	struct limbo *n = kmalloc_array(cap, sizeof(*n),
 					GFP_ATOMIC | __GFP_NOWARN);
 
 	if (!n)
 		return -ENOMEM;
-	limbo_install(c, n, 2 * c->cap);
+	limbo_install(c, n, cap);
 	return 0;
 }
 
-/* @grow_work: double every list that is half full, sleeping for memory. */
+/*
+ * @grow_work: grow every list that is half full, or that a room request
+ * found short (@want), sleeping for memory.
+ */
 static void limbo_grow_work(struct work_struct *work)
 {
 	struct pmidx_epoch *e = container_of(work, struct pmidx_epoch,
@@ -94,26 +108,29 @@ static void limbo_grow_work(struct work_struct *work)
 
 	for_each_possible_cpu(cpu) {
 		struct pmidx_epoch_cpu *c = per_cpu_ptr(e->pcpu, cpu);
+		unsigned int cap, size;
 		struct limbo *n;
-		unsigned int cap;
 
 		spin_lock(&c->lock);
 		cap = c->cap;
-		if (c->nr < cap / 2) {
+		if (c->nr < cap / 2 && c->want <= cap) {
 			spin_unlock(&c->lock);
 			continue;
 		}
+		size = limbo_next_cap(c, c->want);
 		spin_unlock(&c->lock);
 		/* a long list may want a high order: fail, do not warn */
-		n = kmalloc_array(2 * cap, sizeof(*n), GFP_KERNEL | __GFP_NOWARN);
+		n = kmalloc_array(size, sizeof(*n), GFP_KERNEL | __GFP_NOWARN);
 		if (!n)
 			continue;
 		spin_lock(&c->lock);
 		/* grown meanwhile by a retire: keep its list */
 		if (c->cap == cap) {
-			limbo_install(c, n, 2 * cap);
+			limbo_install(c, n, size);
 			n = NULL;
 		}
+		if (c->want <= c->cap)
+			c->want = 0;
 		spin_unlock(&c->lock);
 		kfree(n);
 	}
@@ -238,8 +255,8 @@ bool pmidx_epoch_room(struct pmidx_epoch *e, unsigned int n)
 	/*
 	 * Unlocked first (no-wait writes ask before every change): while we
 	 * are in a section only others touch the list, and they only free
-	 * (@nr down) or grow it (@cap up). @nr read first, a stale pair can
-	 * only understate the room, and then the locked path decides.
+	 * (@nr down) or grow it (@cap up), so values read in either order
+	 * can only understate the room; then the locked path decides.
 	 */
 	nr = READ_ONCE(c->nr);
 	if (READ_ONCE(c->cap) - nr >= n)
@@ -247,9 +264,9 @@ bool pmidx_epoch_room(struct pmidx_epoch *e, unsigned int n)
 	collect(e, c, try_advance(e));
 	spin_lock(&c->lock);
 	/* @n may be more than a doubling adds (an SMO's many retirees) */
-	while (c->cap - c->nr < n && !limbo_grow(c))
-		;
-	room = c->cap - c->nr >= n;
+	room = c->cap - c->nr >= n || !limbo_grow(c, c->nr + n);
+	if (!room)
+		c->want = max(c->want, c->nr + n);
 	spin_unlock(&c->lock);
 	if (!room)
 		queue_work(system_unbound_wq, &e->grow_work);
@@ -288,7 +305,7 @@ void pmidx_epoch_retire_fn(struct pmidx_epoch *e, u64 obj,
 	 */
 	smp_mb__after_spinlock();
 	/* ahead: a failure leaves room, and the worker grows it meanwhile */
-	if (c->nr >= c->cap / 2 && limbo_grow(c)) {
+	if (c->nr >= c->cap / 2 && limbo_grow(c, 0)) {
 		reclaim = true;
 		grow = true;
 	}

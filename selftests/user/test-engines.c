@@ -1789,6 +1789,7 @@ static void ccl_attach_nomem(void)
 struct or_pin {
 	struct pmidx_epoch	*e;
 	atomic_t		pinned;
+	int			cpu;	/* the CPU whose section it holds */
 };
 
 /* Hold a section of @e for OR_HOLD_MS: nothing retired meanwhile is freed. */
@@ -1798,7 +1799,8 @@ static void *or_pin_fn(void *arg)
 	u64 until = ktime_get_ns() + OR_HOLD_MS * NSEC_PER_MSEC;
 
 	pmidx_epoch_enter(p->e);
-	atomic_set(&p->pinned, 1);
+	p->cpu = raw_smp_processor_id();
+	atomic_set_release(&p->pinned, 1);	/* @cpu, then @pinned */
 	while (ktime_get_ns() < until)
 		cpu_relax();
 	pmidx_epoch_exit(p->e);
@@ -1855,8 +1857,10 @@ static void ccl_overflow_room(void)
 	atomic_set(&freed, 0);
 	pin.e = &t->epoch;
 	UT_EQ(pthread_create(&th, NULL, or_pin_fn, &pin), 0);
-	while (!atomic_read(&pin.pinned))
+	while (!atomic_read_acquire(&pin.pinned))
 		cpu_relax();
+	/* its section holds back the epochs, not this CPU's list */
+	UT_ASSERT(pin.cpu != raw_smp_processor_id());
 	/* fill this thread's CPU's list; with every allocation failing */
 	shim_fail_all(true);
 	for (;;) {
@@ -1896,15 +1900,101 @@ static void ccl_overflow_room(void)
 /* ---- every engine: the pool's epoch list full in a writer's section ------- */
 
 #define PR_KEYS		300
+#define PR_OBJS		1024
+#define PR_NOWAIT	8	/* no-wait deletes tried */
+
+struct pr_list {
+	struct or_pin	pin;
+	pthread_t	th;
+	void		*objs[PR_OBJS];
+	unsigned int	n;
+	atomic_t	freed;
+};
+
+/*
+ * Pin the epochs from another thread and fill this CPU's list of @ep
+ * until it has no room. Returns with every allocation failing, so that
+ * the list cannot grow, until pr_allow().
+ */
+static void pr_fill(struct pr_list *pl, struct pmidx_epoch *ep)
+{
+	bool full;
+
+	memset(pl, 0, sizeof(*pl));
+	/* what the list holds: ours, retired after the pin, and no more */
+	pmidx_epoch_barrier(ep);
+	for (pl->n = 0; pl->n < PR_OBJS; pl->n++)
+		UT_ASSERT((pl->objs[pl->n] = kmalloc(32, GFP_KERNEL)));
+	pl->n = 0;
+	atomic_set(&pl->freed, 0);
+	pl->pin.e = ep;
+	UT_EQ(pthread_create(&pl->th, NULL, or_pin_fn, &pl->pin), 0);
+	while (!atomic_read_acquire(&pl->pin.pinned))
+		cpu_relax();
+	UT_ASSERT(pl->pin.cpu != raw_smp_processor_id());
+	shim_fail_all(true);
+	for (;;) {
+		pmidx_epoch_enter(ep);
+		full = !pmidx_epoch_room(ep, 1);
+		pmidx_epoch_exit(ep);
+		if (full)
+			break;
+		UT_ASSERT(pl->n < PR_OBJS);
+		pmidx_epoch_retire_fn(ep, (u64)(uintptr_t)pl->objs[pl->n++],
+				      or_free, &pl->freed);
+	}
+}
+
+/*
+ * Let writers sleep for memory again, atomic allocations still failing.
+ * Every ask for room queues the grow worker, which would now succeed:
+ * it runs first, and fails, so that the list stays full until a barrier.
+ */
+static void pr_allow(struct pmidx_epoch *ep)
+{
+	flush_work(&ep->grow_work);
+	shim_fail_all(false);
+	shim_fail_atomic(true);
+}
+
+/* The pin gone and the list freed: nothing of it was abandoned. */
+static void pr_release(struct pr_list *pl, struct pmidx_epoch *ep)
+{
+	unsigned int i;
+
+	shim_fail_atomic(false);
+	pthread_join(pl->th, NULL);
+	pmidx_epoch_barrier(ep);
+	UT_EQ(atomic_read(&pl->freed), pl->n);
+	UT_EQ(atomic_long_read(&ep->abandoned), 0);
+	for (i = pl->n; i < PR_OBJS; i++)
+		kfree(pl->objs[i]);
+}
+
+/* A key whose delete retires no blob (an inline key and value) */
+static bool pr_plain(u64 i)
+{
+	u8 k[64], b[128];
+
+	return ekv_hkey(i, k) <= 8 && ekv_hval(i, b) <= 8;
+}
 
 /*
  * This CPU's list of the pool's epoch is full of objects that another
- * thread's section keeps from being freed, and cannot grow. Writers that
- * retire pool objects inside their sections (no-wait ones of uTree, b3
- * and pfart; the SMOs of b3 and pfart) must ask for room first, not
- * abandon the objects (core/epoch.c): a no-wait delete is refused,
- * changing nothing; blocking inserts go on, an SMO backing off to a
- * barrier that frees the list.
+ * thread's section keeps from being freed, and atomic allocations fail.
+ * Writers that retire pool objects inside their sections (no-wait ones
+ * of uTree, b3 and pfart; the SMOs of b3 and pfart) must ask for room
+ * first, not abandon the objects (core/epoch.c):
+ *  - no-wait deletes are refused, changing nothing, and one of them at
+ *    least succeeds once the list is freed (so it was refused for room:
+ *    one may also be refused for its own reasons, a prune or a page copy
+ *    it would need, the same before as after);
+ *  - blocking inserts go on, the first SMO that retires (pfart's array
+ *    grow or split, b3's page split) backing off to a barrier that frees
+ *    the list (without the check, the grow worker makes the room and no
+ *    barrier runs: the count of freed objects tells them apart);
+ *  - the same for blocking deletes of keys with no blobs, whose SMOs are
+ *    pfart's prunes and b3's page copies and merges.
  */
 static void engine_pool_room(void)
 {
@@ -1913,68 +2003,70 @@ static void engine_pool_room(void)
 	for (e = 1; e < __PMIDX_ENGINE_MAX; e++) {
 		bool asks = e == PMIDX_ENGINE_UTREE || e == PMIDX_ENGINE_B3 ||
 			    e == PMIDX_ENGINE_PFART;
-		struct or_pin pin = { 0 };
-		unsigned int n = 0;
-		void *objs[1024];
+		bool smos = e == PMIDX_ENGINE_B3 || e == PMIDX_ENGINE_PFART;
 		struct pmidx_epoch *ep;
+		struct pr_list *pl;
+		u64 i, k[PR_NOWAIT], nk = 0;
 		struct kv_index x;
-		atomic_t freed;
-		pthread_t th;
-		bool full;
-		u64 i;
+		int ret, took;
 
 		if (!ekv_engine_available(e))
 			continue;
+		pl = malloc(sizeof(*pl));
+		UT_ASSERT(pl);
 		kv_index_new(&x, e);
 		ep = &x.pool->epoch;
-		for (i = 0; i < 8; i++) {
+		for (i = 0; i < PR_KEYS; i++) {
 			UT_EQ(kv_put(x.idx, i, i), 0);
 			x.state[i] = i + 1;
 		}
-		for (i = 0; i < ARRAY_SIZE(objs); i++)
-			UT_ASSERT((objs[i] = kmalloc(32, GFP_KERNEL)));
-		atomic_set(&freed, 0);
-		pin.e = ep;
-		UT_EQ(pthread_create(&th, NULL, or_pin_fn, &pin), 0);
-		while (!atomic_read(&pin.pinned))
-			cpu_relax();
-		shim_fail_all(true);
-		for (;;) {
-			pmidx_epoch_enter(ep);
-			full = !pmidx_epoch_room(ep, 1);
-			pmidx_epoch_exit(ep);
-			if (full)
-				break;
-			UT_ASSERT(n < ARRAY_SIZE(objs));
-			pmidx_epoch_retire_fn(ep, (u64)(uintptr_t)objs[n++],
-					      or_free, &freed);
+
+		pr_fill(pl, ep);
+		for (i = 0; nk < PR_NOWAIT; i++) {
+			if (!pr_plain(i))
+				continue;
+			ret = kv_del_flags(x.idx, i, PMIDX_WRITE_NOWAIT);
+			if (asks)
+				UT_EQ(ret, -EAGAIN);
+			else if (!ret)
+				x.state[i] = 0;
+			k[nk++] = i;
 		}
-		/* no allocation, no retire: refused only for want of room */
-		if (asks)
-			UT_EQ(kv_del_flags(x.idx, 0, PMIDX_WRITE_NOWAIT), -EAGAIN);
-		/* the grow worker those asks queued has failed too */
-		flush_work(&ep->grow_work);
-		shim_fail_all(false);
-		shim_fail_atomic(true);
-		for (i = 8; i < PR_KEYS; i++) {
+		pr_allow(ep);
+		for (i = PR_KEYS; i < 2 * PR_KEYS; i++) {
 			UT_EQ(kv_put(x.idx, i, i), 0);
 			x.state[i] = i + 1;
 		}
-		/* a grown array's or a split page's SMO backed off */
-		if (e == PMIDX_ENGINE_PFART || e == PMIDX_ENGINE_B3)
-			UT_EQ(atomic_read(&freed), n);
-		shim_fail_atomic(false);
-		pthread_join(th, NULL);
-		pmidx_epoch_barrier(ep);
-		UT_EQ(atomic_read(&freed), n);
-		UT_EQ(atomic_long_read(&ep->abandoned), 0);
+		if (smos)
+			UT_EQ(atomic_read(&pl->freed), pl->n);
+		pr_release(pl, ep);
+		for (i = 0, took = 0; asks && i < nk; i++) {
+			ret = kv_del_flags(x.idx, k[i], PMIDX_WRITE_NOWAIT);
+			UT_ASSERT(!ret || ret == -EAGAIN);
+			if (!ret) {
+				x.state[k[i]] = 0;
+				took++;
+			}
+		}
+		UT_ASSERT(!asks || took);
+		ut_note("engine %s: the list full with %u objects: %d of %llu no-wait "
+			"deletes refused for room alone, inserts went on",
+			pmidx_engine_name(e), pl->n, took, (unsigned long long)nk);
+
+		pr_fill(pl, ep);
+		pr_allow(ep);
+		for (i = 0; i < 2 * PR_KEYS; i++) {
+			if (!x.state[i] || !pr_plain(i) || i % 8 == 7)
+				continue;
+			UT_EQ(kv_del(x.idx, i), 0);
+			x.state[i] = 0;
+		}
+		if (smos)
+			UT_EQ(atomic_read(&pl->freed), pl->n);
+		pr_release(pl, ep);
 		verify(x.idx, x.state, "after writes with the epoch list full");
-		for (i = n; i < ARRAY_SIZE(objs); i++)
-			kfree(objs[i]);
-		ut_note("engine %s: the list full with %u objects, %ld abandoned",
-			pmidx_engine_name(e), n,
-			atomic_long_read(&ep->abandoned));
 		kv_index_free(&x);
+		free(pl);
 	}
 }
 

@@ -78,6 +78,7 @@
 #include "b3.h"
 
 #define FIX_MAX		4	/* pages under one child word in a leftover */
+#define NEED_FIX	3	/* before_retire() found a leftover to repair */
 
 /*
  * Retirees: an SMO step retires the pages it replaced and the blobs of
@@ -87,9 +88,12 @@
  * changes anything, and without room the whole SMO is unwound to its
  * caller (B3_NO_ROOM), which frees the lists with a barrier where it may
  * sleep and runs the SMO again (b3.c smo_again()). The steps done before
- * each left a consistent index, and the second run finds them done. That
- * run goes on whatever the answers: a barrier has emptied every list,
- * and a list never shrinks below the LIMBO_FIRST slots it starts with.
+ * each left a consistent index for the second run to start from (a
+ * merge may then merge the merged page again: harmless). That run goes
+ * on whatever the answers, so it is not bounded: the barrier left every
+ * list empty and at least LIMBO_FIRST slots long, but a merge chain up a
+ * deep tree can retire more, and other sections may refill the list of
+ * the CPU we come back on. Abandoning stays the epoch's last resort.
  */
 static int b3_smo_room(struct b3 *t, unsigned int n)
 {
@@ -97,7 +101,6 @@ static int b3_smo_room(struct b3 *t, unsigned int n)
 		return 0;
 	return B3_NO_ROOM;
 }
-#define NEED_FIX	3	/* before_retire() found a leftover to repair */
 
 static void persist_page(struct b3 *t, struct b3_page *p)
 {

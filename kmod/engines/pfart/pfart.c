@@ -125,9 +125,10 @@ static int gave_up(struct pfart *t, int ret)
  * list (atomic memory short) would abandon the retiree until the next
  * attach. So it asks for room for its first @n retirees before it
  * changes anything. Without room it leaves the section and frees what
- * was retired (a barrier empties every list, and a list never shrinks
- * below the LIMBO_FIRST slots it starts with), once: then it goes on
- * whatever the answer, abandoning being the epoch's last resort.
+ * was retired, once: a barrier leaves every list empty and at least
+ * LIMBO_FIRST slots long. Then it goes on whatever the answer (other
+ * sections may refill the list of the CPU it comes back on), abandoning
+ * being the epoch's last resort.
  * Return: true in the section, room made; false out of it, to go round.
  */
 static bool smo_room(struct pfart *t, unsigned int n, bool *emptied)

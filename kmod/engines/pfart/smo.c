@@ -28,8 +28,8 @@
  * Retirees: a put's SMO retires one object; the caller made room for it
  * in this CPU's epoch list (pfart.c, smo_room()), as for a prune's first
  * step. A prune's later steps ask for their own (collapse: the children
- * and the node; shrink: two) and are skipped without it, the space then
- * given back by a later prune: never an object abandoned to the epochs.
+ * and the node; shrink: two) and are skipped without it (a collapse then
+ * leaves its turn to a shrink), the space given back by a later prune.
  */
 #include <linux/errno.h>
 #include <linux/string.h>

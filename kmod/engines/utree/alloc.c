@@ -412,7 +412,8 @@ static void node_free_cb(void *ctx, u64 off)
  * ut_node_retire - free an unlinked node once no reader can see it
  *
  * Context: outside the caller's epoch section (a retire may have to wait
- * for the epoch when memory is short).
+ * for the epoch when memory is short), or inside it once room was made
+ * there (a no-wait writer: utree.c writer_enter()).
  */
 void ut_node_retire(struct utree *t, u64 off)
 {
