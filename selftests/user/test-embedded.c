@@ -221,8 +221,9 @@ static void scan_big(struct pmidx_index *idx)
 
 /*
  * Issue 15: once warm, the dispatcher's per-operation path allocates
- * nothing (stack buffers, the pool's per-CPU scratch): with the next
- * allocation armed to fail, gets of small and large values, a get into
+ * nothing (stack buffers, the pool's per-CPU scratch): with this thread's
+ * next allocation armed to fail (the GC's, in the background, may come
+ * at any time and do not count), gets of small and large values, a get into
  * a too-small buffer and a BATCH of gets all succeed and the failure
  * never fires (deletes use no buffer; lodge's allocates on its own). The first round warms. A scan
  * runs between the rounds, unarmed: the engines' scans still allocate
@@ -247,8 +248,8 @@ static void no_alloc(struct pmidx_pool *pool, struct pmidx_index *idx)
 	ret = pmidx_put(idx, key, sizeof(key), big, sizeof(big), 0);
 	CHECK(!ret, "%s: no_alloc put: %d", pmidx_index_name(idx), ret);
 	for (round = 0; round < 2; round++) {
-		if (round)
-			shim_fail_alloc_nth(1);
+		if (round)	/* this thread's: not the GC's or a worker's */
+			shim_fail_alloc_nth_self(1);
 		pmidx_key_from_u64(1, key);
 		len = sizeof(vals[0]);
 		bad += pmidx_get(idx, key, sizeof(key), vals[0], &len) != 0;

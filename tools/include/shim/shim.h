@@ -23,6 +23,9 @@ const char *shim_printk_last(void);	/* last message, any level */
  * kvmalloc, vmalloc, bitmap_alloc, alloc_percpu, kmem_cache) fails;
  * 0 disarms (shim_fail_alloc_fired() still tells whether it fired). */
 void shim_fail_alloc_nth(unsigned long n);
+/* The same, counting only the calling thread's allocations: a thread in
+ * the background (a GC pass, a worker) neither fails nor fires it. */
+void shim_fail_alloc_nth_self(unsigned long n);
 /* Atomic memory exhausted: while @on, every allocation that may not
  * sleep fails (sleeping ones still succeed, as small ones do in the
  * kernel). Also sets shim_fail_alloc_fired(). */

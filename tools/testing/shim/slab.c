@@ -32,6 +32,8 @@
 /* ---- failure injection and accounting ------------------------------------ */
 
 static unsigned long fail_nth;
+static const char *fail_owner;	/* NULL: every thread's allocations count */
+static __thread char fail_self_token;
 static unsigned long alloc_calls;
 static bool fail_atomic;
 static bool fail_all;
@@ -39,12 +41,27 @@ static bool fail_fired;
 static long kmalloc_live;
 static long percpu_live;
 
-/* Arm (n > 0: resets "fired") or disarm (0: keeps "fired" readable). */
-void shim_fail_alloc_nth(unsigned long n)
+/*
+ * Arm (n > 0: resets "fired") or disarm (0: keeps "fired" readable), for
+ * the allocations of @owner's thread only (or, NULL, of every thread).
+ * Release: a thread that sees @n armed sees its owner.
+ */
+static void fail_arm(unsigned long n, const char *owner)
 {
 	if (n)
 		__atomic_store_n(&fail_fired, false, __ATOMIC_RELAXED);
-	__atomic_store_n(&fail_nth, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&fail_owner, owner, __ATOMIC_RELAXED);
+	__atomic_store_n(&fail_nth, n, __ATOMIC_RELEASE);
+}
+
+void shim_fail_alloc_nth(unsigned long n)
+{
+	fail_arm(n, NULL);
+}
+
+void shim_fail_alloc_nth_self(unsigned long n)
+{
+	fail_arm(n, &fail_self_token);
 }
 
 /* While @on, every allocation that may not sleep fails. */
@@ -82,7 +99,8 @@ unsigned long shim_alloc_calls(void)
 /* Should this allocation fail? Also the might_sleep() check. */
 static bool alloc_should_fail(gfp_t flags)
 {
-	unsigned long n = __atomic_load_n(&fail_nth, __ATOMIC_RELAXED);
+	unsigned long n = __atomic_load_n(&fail_nth, __ATOMIC_ACQUIRE);
+	const char *owner = __atomic_load_n(&fail_owner, __ATOMIC_RELAXED);
 
 	__atomic_fetch_add(&alloc_calls, 1, __ATOMIC_RELAXED);
 	if (gfpflags_allow_blocking(flags))
@@ -96,6 +114,8 @@ static bool alloc_should_fail(gfp_t flags)
 		__atomic_store_n(&fail_fired, true, __ATOMIC_RELAXED);
 		return true;
 	}
+	if (owner && owner != &fail_self_token)
+		return false;	/* armed for another thread */
 	while (n) {
 		if (__atomic_compare_exchange_n(&fail_nth, &n, n - 1, false,
 						__ATOMIC_RELAXED,
